@@ -1,0 +1,1 @@
+"""The ``geplug`` command line."""

@@ -1,0 +1,83 @@
+"""``geplug`` entry point: one sub-command per module listed in :data:`COMMANDS`.
+
+Each command module defines ``add_parser(subparsers)`` which adds its parser and sets
+``func(args) -> int`` as the default. Exit codes: 0 success, 1 a finding (problems, an error
+geplug explains), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+COMMANDS: tuple[str, ...] = (
+    "geplug.cli.products",
+    "geplug.cli.config_cmds",
+    "geplug.cli.sim_cmds",
+    "geplug.cli.dump_cmds",
+    "geplug.cli.profile_cmds",
+)
+"""Command modules, in help order. A module that is not present is left out."""
+
+EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser."""
+    from geplug import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="geplug",
+        description="Check, resolve and rehearse Ascend NPU configurations on any machine.",
+    )
+    parser.add_argument("--version", action="version", version=f"geplug {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (also used as the process exit status)."""
+    from geplug.errors import GeplugError, UnknownProductError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = _show_warning
+        try:
+            return int(args.func(args))
+        except UnknownProductError as exc:
+            print(f"geplug: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except GeplugError as exc:
+            print(f"geplug: error: {exc}", file=sys.stderr)
+            return EXIT_FINDING
+        except KeyboardInterrupt:
+            return 130
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    print(f"geplug: warning: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

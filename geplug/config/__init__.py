@@ -1,0 +1,1 @@
+"""Session options: the typed model, reading every form, checking, resolving, exporting."""

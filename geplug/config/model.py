@@ -1,0 +1,119 @@
+"""The typed session configuration: every option of the seeds and the reference.
+
+One frozen record, :class:`SessionConfig`, whatever form the options came in (TOML, a Python
+mapping, a TF ``parameter_map``, a GE option map, ATC arguments). ``None`` means "not set by
+the user"; :func:`geplug.config.resolve` fills in the effective values and says where each came
+from. Values are stored as the real stack carries them (profiling options as strings, as in the
+JSON the collector reads); range and product rules are checked by :func:`geplug.config.check`,
+never by the constructor, so every problem is reported at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["PROFILING_KEYS", "ProfilingOptions", "SessionConfig"]
+
+PROFILING_KEYS = (
+    "output", "storage_limit", "training_trace", "task_trace", "task_time", "ge_api", "hccl",
+    "aicpu", "fp_point", "bp_point", "aic_metrics", "aiv_metrics", "l2", "msproftx",
+    "runtime_api", "sys_hardware_mem_freq", "llc_profiling", "sys_io_sampling_freq",
+    "sys_interconnection_freq", "dvpp_freq", "instr_profiling", "instr_profiling_freq",
+    "host_sys", "host_sys_usage", "host_sys_usage_freq", "power",
+)
+"""Keys of profiling_options geplug accepts (options.md §3.2-3.3, policy §12)."""
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+@attrs.frozen(kw_only=True)
+class ProfilingOptions:
+    """The ``profiling_options`` JSON object; every value a string, as the collector reads it."""
+
+    output: str | None = attrs.field(default=None, converter=_opt_str)
+    storage_limit: str | None = attrs.field(default=None, converter=_opt_str)
+    training_trace: str | None = attrs.field(default=None, converter=_opt_str)
+    task_trace: str | None = attrs.field(default=None, converter=_opt_str)
+    task_time: str | None = attrs.field(default=None, converter=_opt_str)
+    ge_api: str | None = attrs.field(default=None, converter=_opt_str)
+    hccl: str | None = attrs.field(default=None, converter=_opt_str)
+    aicpu: str | None = attrs.field(default=None, converter=_opt_str)
+    fp_point: str | None = attrs.field(default=None, converter=_opt_str)
+    bp_point: str | None = attrs.field(default=None, converter=_opt_str)
+    aic_metrics: str | None = attrs.field(default=None, converter=_opt_str)
+    aiv_metrics: str | None = attrs.field(default=None, converter=_opt_str)
+    l2: str | None = attrs.field(default=None, converter=_opt_str)
+    msproftx: str | None = attrs.field(default=None, converter=_opt_str)
+    runtime_api: str | None = attrs.field(default=None, converter=_opt_str)
+    sys_hardware_mem_freq: str | None = attrs.field(default=None, converter=_opt_str)
+    llc_profiling: str | None = attrs.field(default=None, converter=_opt_str)
+    sys_io_sampling_freq: str | None = attrs.field(default=None, converter=_opt_str)
+    sys_interconnection_freq: str | None = attrs.field(default=None, converter=_opt_str)
+    dvpp_freq: str | None = attrs.field(default=None, converter=_opt_str)
+    instr_profiling: str | None = attrs.field(default=None, converter=_opt_str)
+    instr_profiling_freq: str | None = attrs.field(default=None, converter=_opt_str)
+    host_sys: str | None = attrs.field(default=None, converter=_opt_str)
+    host_sys_usage: str | None = attrs.field(default=None, converter=_opt_str)
+    host_sys_usage_freq: str | None = attrs.field(default=None, converter=_opt_str)
+    power: str | None = attrs.field(default=None, converter=_opt_str)
+
+    def items(self) -> dict[str, str]:
+        """The keys that are set, in the reference's order."""
+        return {k: v for k in PROFILING_KEYS if (v := getattr(self, k)) is not None}
+
+    def is_on(self, key: str) -> bool:
+        """Whether a switch key is on (``on``, or a level such as ``l0``/``l1``/``l2``)."""
+        value = getattr(self, key)
+        return value is not None and value not in ("", "off")
+
+
+@attrs.frozen(kw_only=True)
+class SessionConfig:
+    """Every GE init/session/compile option geplug models (options.md §3-10).
+
+    ``front_end`` records where the options came from (``tf``, ``ge``, ``atc``, ``python``):
+    the real layers disagree on some defaults (options.md §12) and resolution follows the
+    front end the user named.
+    """
+
+    front_end: str = "tf"
+    # profiling (options.md §3)
+    profiling_mode: bool | None = None
+    profiling_options: ProfilingOptions | None = None
+    # dump (§4)
+    enable_dump: bool | None = None
+    dump_path: str | None = None
+    dump_step: str | None = None
+    dump_mode: str | None = None
+    enable_dump_debug: bool | None = None
+    dump_debug_mode: str | None = None
+    dump_data: str | None = None
+    dump_layer: str | None = None
+    # precision (§5) and run mode (§6)
+    precision_mode: str | None = None
+    precision_mode_v2: str | None = None
+    modify_mixlist: str | None = None
+    graph_run_mode: int | None = None
+    # operator debug (§7) and exception dump (§8)
+    op_debug_level: int | None = None
+    op_debug_config: str | None = None
+    debug_dir: str | None = None
+    enable_exception_dump: int | None = None
+    # implementation mode (§9)
+    op_select_implmode: str | None = None
+    optypelist_for_implmode: str | None = None
+    op_precision_mode: str | None = None
+    # target (§10)
+    soc_version: str | None = None
+
+    def set_options(self) -> dict[str, Any]:
+        """The options the user set (``front_end`` excluded), by name."""
+        return {
+            f.name: v
+            for f in attrs.fields(SessionConfig)
+            if f.name != "front_end" and (v := getattr(self, f.name)) is not None
+        }

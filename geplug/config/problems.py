@@ -1,0 +1,49 @@
+"""A configuration problem: the option, the value, how bad, why, how to fix, the real code."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+__all__ = ["Problem"]
+
+
+@attrs.frozen(kw_only=True)
+class Problem:
+    """One finding of :func:`geplug.config.check`.
+
+    ``option`` is the option path as the user wrote it (``profiling_options.aic_metrics``);
+    ``code`` the real stack's error code (``E10001``) or message text where the reference has
+    one, else "".
+    """
+
+    option: str
+    value: Any
+    severity: Literal["error", "warning"]
+    message: str
+    hint: str = ""
+    code: str = ""
+
+    def render(self) -> str:
+        """One readable line: ``option = value: message (hint) [code]``."""
+        text = f"{self.option} = {self.value!r}: {self.message}"
+        if self.hint:
+            text += f"; {self.hint}"
+        if self.code:
+            text += f" [{self.code}]"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of ``geplug check --format json``."""
+        value = self.value
+        if not isinstance(value, (str, int, float, bool, type(None))):
+            value = repr(value)
+        return {
+            "option": self.option,
+            "value": value,
+            "severity": self.severity,
+            "message": self.message,
+            "hint": self.hint,
+            "code": self.code,
+        }

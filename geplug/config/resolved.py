@@ -1,0 +1,74 @@
+"""The effective configuration for one product: every value and where it came from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from geplug.config.model import SessionConfig
+
+__all__ = ["ResolvedConfig", "Source"]
+
+
+class Source:
+    """Where an effective value came from (the strings used in ``ResolvedConfig.sources``)."""
+
+    USER = "user"
+    PRODUCT_DEFAULT = "product default"
+    RUN_MODE_DEFAULT = "run-mode default"
+    BUILTIN_DEFAULT = "built-in default"
+
+    @staticmethod
+    def env(name: str) -> str:
+        """The source string of an environment variable."""
+        return f"environment {name}"
+
+
+@attrs.frozen(kw_only=True)
+class ResolvedConfig:
+    """What the real stack would use, made explicit.
+
+    ``config`` carries every option with its effective value (a value stays ``None`` only
+    where "unset" is itself the behaviour, e.g. ``dump_step`` = every step), profiling options
+    included when profiling is on. ``sources`` maps option paths to a :class:`Source` string.
+    The path fields are absolute, or ``None`` when the feature writes nothing.
+    """
+
+    product: str
+    config: SessionConfig
+    sources: Mapping[str, str] = attrs.field(factory=dict)
+    run_mode: str = "training"
+    """``training`` (graph_run_mode 1) or ``inference`` (0)."""
+    device_id: int = 0
+    dump_root: str | None = None
+    """The absolute dump_path when data or overflow dumping is on."""
+    profiling_output: str | None = None
+    """The absolute directory under which ``PROF_*`` is created when profiling is on."""
+    kernel_meta_dir: str | None = None
+    """The absolute ``.../kernel_meta`` directory when compile debug files are produced."""
+    op_debug_items: tuple[str, ...] = ()
+    """op_debug_config items in force (``oom``, ``dump_cce``, ...)."""
+    op_debug_list: tuple[str, ...] = ()
+    """op_debug_list entries (``OpType::X`` or node names); () = every op."""
+    exception_dump_level: int = 0
+    """0 off, 1 normal (L1), 2 lite (L0) - after NPU_COLLECT_PATH forcing."""
+    exception_dump_dir: str | None = None
+    """The absolute ``{root}/extra-info/data-dump/{device_id}`` directory when on."""
+    impl_by_op_type: Mapping[str, str] = attrs.field(factory=dict)
+    """Implementation mode per op type from op_select_implmode/optypelist/op_precision_mode."""
+    impl_by_node: Mapping[str, str] = attrs.field(factory=dict)
+    """Implementation mode per node name from op_precision_mode ``[ByNodeName]``."""
+    impl_default: str = "high_performance"
+    """The mode of ops no list names (high_performance unless a ``_for_all`` mode says)."""
+
+    def source(self, option: str) -> str:
+        """Where ``option``'s effective value came from."""
+        return self.sources.get(option, "")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready mapping (``geplug resolve --format json``)."""
+        data = attrs.asdict(self, recurse=True)
+        data["sources"] = dict(self.sources)
+        return data

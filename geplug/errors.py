@@ -1,0 +1,129 @@
+"""The geplug exception hierarchy: every error names its culprit and says how to fix it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from geplug.config.problems import Problem
+
+__all__ = [
+    "BackendError",
+    "CapabilityError",
+    "CompileError",
+    "ConfigError",
+    "DumpError",
+    "GeplugError",
+    "NotInitializedError",
+    "PluginConflictError",
+    "PluginError",
+    "ProfilingError",
+    "RankTableError",
+    "UnknownProductError",
+]
+
+
+class GeplugError(Exception):
+    """Base of every error geplug raises on purpose (never a deep traceback)."""
+
+
+class PluginError(GeplugError):
+    """A plugin could not be used; ``plugin`` and ``distribution`` name it."""
+
+    def __init__(self, message: str, *, plugin: str = "", distribution: str = "") -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.distribution = distribution
+
+
+class PluginConflictError(PluginError):
+    """Two plugins declare the same product; ``providers`` names both distributions."""
+
+    def __init__(self, message: str, *, product: str, providers: Sequence[str]) -> None:
+        super().__init__(message, plugin=product)
+        self.product = product
+        self.providers = tuple(providers)
+
+
+class CapabilityError(GeplugError):
+    """A ``capabilities.toml`` is invalid: ``path`` is the file, ``key`` the dotted key path."""
+
+    def __init__(self, message: str, *, path: str = "", key: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.key = key
+
+
+class UnknownProductError(GeplugError):
+    """No installed product has this name or SoC string; ``suggestions`` are the closest names."""
+
+    def __init__(self, name: str, suggestions: Sequence[str], known: Sequence[str]) -> None:
+        self.name = name
+        self.suggestions = tuple(suggestions)
+        self.known = tuple(known)
+        if not known:
+            hint = "no product plugin is installed; install one, e.g. `pip install geplug-atlas-a2`"
+        elif suggestions:
+            hint = "did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
+        else:
+            hint = "installed products: " + ", ".join(known)
+        super().__init__(f"unknown product {name!r}: {hint}")
+
+
+class ConfigError(GeplugError):
+    """A configuration has errors; ``problems`` holds every one of them, not just the first."""
+
+    def __init__(self, problems: Sequence[Problem], *, source: str = "") -> None:
+        self.problems = tuple(problems)
+        self.source = source
+        errors = [p for p in self.problems if p.severity == "error"]
+        head = f"{len(errors)} configuration error(s)" + (f" in {source}" if source else "")
+        lines = [head + ":"] + [f"  - {p.render()}" for p in errors]
+        super().__init__("\n".join(lines))
+
+
+class BackendError(GeplugError):
+    """No backend served a request; ``reasons`` maps each backend asked to why it passed."""
+
+    def __init__(self, message: str, *, reasons: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.reasons = dict(reasons or {})
+
+
+class CompileError(GeplugError):
+    """A model cannot be compiled; ``node`` names the node (or input) at fault."""
+
+    def __init__(self, message: str, *, node: str = "", details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.node = node
+        self.details = dict(details or {})
+
+
+class NotInitializedError(GeplugError):
+    """A call needs ``initialize_system`` first (the real HCCL rank queries do too)."""
+
+
+class RankTableError(GeplugError):
+    """A rank table (RANK_TABLE_FILE) is invalid; ``path`` and ``field`` name the culprit."""
+
+    def __init__(self, message: str, *, path: str = "", field: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.field = field
+
+
+class DumpError(GeplugError):
+    """A dump could not be written or read; ``path`` names the file."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ProfilingError(GeplugError):
+    """Profiling could not be collected or read; ``path`` names the file or directory."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path

@@ -1,0 +1,160 @@
+"""The records a backend emits through ``geplug_dump`` and ``geplug_profile``.
+
+Backends (the simulator) only emit these; the built-in writers in ``geplug.dump`` and
+``geplug.profiling`` (and any user plugin) turn them into files. Times are microseconds since
+the Unix epoch on the simulated device clock.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import numpy as np
+
+if TYPE_CHECKING:
+    from geplug.runtime.system import System
+
+__all__ = [
+    "ApiCall",
+    "DumpEvent",
+    "MarkerEvent",
+    "OpRecord",
+    "ProfileEvent",
+    "RunInfo",
+    "StepEvent",
+    "TaskEvent",
+    "TensorRecord",
+]
+
+
+@attrs.frozen(kw_only=True)
+class TensorRecord:
+    """One tensor of an op as the device holds it (``array`` already in ``dtype``)."""
+
+    name: str
+    array: np.ndarray = attrs.field(eq=False, repr=False)
+    dtype: str
+    """numpy/ml_dtypes name: float32, float16, bfloat16, int64, bool, ..."""
+    format: str = "ND"
+    """Device format name of formats.md §2.4 (ND, NCHW, NC1HWC0, ...)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The tensor's shape."""
+        return tuple(int(d) for d in self.array.shape)
+
+
+@attrs.frozen(kw_only=True)
+class OpRecord:
+    """The compiled facts of one op, shared by its dump and profiling events."""
+
+    name: str
+    """The node name as in the graph."""
+    op_type: str
+    """The Ascend op type (MatMulV2, SoftmaxV2, ...)."""
+    onnx_op: str = ""
+    engine: Literal["AI_CORE", "AI_CPU"] = "AI_CORE"
+    dtype: str = "float32"
+    impl_mode: str = ""
+    task_id: int = 0
+    stream_id: int = 0
+    block_dim: int = 1
+    task_type: str = "AI_CORE"
+    """Profiling task type: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC, COMMUNICATION, ..."""
+    collective: bool = False
+    """A collective-communication op (inputs dumped before, outputs after: options.md §4.4)."""
+
+
+@attrs.frozen(kw_only=True)
+class RunInfo:
+    """Which system, model and step an event belongs to."""
+
+    system: System = attrs.field(eq=False, repr=False)
+    model_name: str
+    model_id: int
+    step: int
+    device_id: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class DumpEvent:
+    """An op's tensors on a step where dumping may apply.
+
+    ``kind``: ``data`` (the op ran; writers decide from the config whether it is dumped and
+    whether it overflowed), ``exception`` (an AI Core error at this op: the exception-dump
+    writers write it, then the backend raises). ``phase``: ``all`` for an ordinary op;
+    ``before`` (inputs only) and ``after`` (outputs only) for collective ops.
+    """
+
+    kind: Literal["data", "exception"]
+    run: RunInfo
+    op: OpRecord
+    inputs: tuple[TensorRecord, ...] = attrs.field(converter=tuple)
+    outputs: tuple[TensorRecord, ...] = attrs.field(converter=tuple)
+    timestamp_us: int
+    phase: Literal["all", "before", "after"] = "all"
+    workspace: bytes = b""
+    tiling: bytes = b""
+    message: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class TaskEvent:
+    """A device task: one op's execution on the simulated device timeline."""
+
+    kind: Literal["task"] = "task"
+    run: RunInfo
+    op: OpRecord
+    start_us: float
+    duration_us: float
+    wait_us: float = 0.0
+    flops: float = 0.0
+    bytes_moved: float = 0.0
+    input_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=tuple, default=())
+    input_dtypes: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    input_formats: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    output_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=tuple, default=())
+    output_dtypes: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    output_formats: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    cube_fraction: float = 0.0
+    """Share of the work on the cube unit (the rest is vector/scalar); feeds PMU models."""
+
+
+@attrs.frozen(kw_only=True)
+class StepEvent:
+    """A step (iteration) boundary on the device timeline."""
+
+    kind: Literal["step"] = "step"
+    run: RunInfo
+    phase: Literal["begin", "end"]
+    time_us: float
+
+
+@attrs.frozen(kw_only=True)
+class ApiCall:
+    """A runtime API call (host<->device copies, launches) on the host timeline."""
+
+    kind: Literal["api"] = "api"
+    run: RunInfo
+    name: str
+    level: str = "runtime"
+    start_us: float
+    duration_us: float
+
+
+@attrs.frozen(kw_only=True)
+class MarkerEvent:
+    """A user marker from ``geplug.mstx`` (a mark, or a range when ``end_us`` is set)."""
+
+    kind: Literal["marker"] = "marker"
+    system: Any = attrs.field(eq=False, repr=False)
+    message: str
+    start_us: float
+    end_us: float | None = None
+    domain: str = "default"
+    range_id: int = 0
+
+
+ProfileEvent = TaskEvent | StepEvent | ApiCall | MarkerEvent
+"""Everything ``geplug_profile`` receives."""

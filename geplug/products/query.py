@@ -1,0 +1,85 @@
+"""Queries over the installed products: by name, by SoC version string, by capability."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from geplug.errors import CapabilityError, UnknownProductError
+from geplug.products.schema import Product
+
+__all__ = ["ProductRegistry", "capability_value"]
+
+
+def capability_value(product: Product, capability: str) -> Any:
+    """The value at the dotted ``capability`` path of ``product`` (``profiling.aic_metrics``).
+
+    Raises :class:`CapabilityError` naming the path when it does not exist.
+    """
+    current: Any = product
+    walked: list[str] = []
+    for part in capability.split("."):
+        walked.append(part)
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif attrs.has(type(current)) and part in attrs.fields_dict(type(current)):
+            current = getattr(current, part)
+        else:
+            raise CapabilityError(
+                f"unknown capability {capability!r}: {'.'.join(walked)!r} does not exist; "
+                "see `geplug describe PRODUCT --json` for the capability paths",
+                key=capability,
+            )
+    return current
+
+
+@attrs.frozen
+class ProductRegistry:
+    """The products declared by the loaded plugins, in name order."""
+
+    products: Mapping[str, Product]
+
+    def __iter__(self) -> Iterator[Product]:
+        return iter(self.products[name] for name in sorted(self.products))
+
+    def __len__(self) -> int:
+        return len(self.products)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.products
+
+    def names(self) -> list[str]:
+        """Product names, sorted."""
+        return sorted(self.products)
+
+    def get(self, name: str) -> Product:
+        """The product called ``name``, or whose SoC version string is ``name``.
+
+        Unknown names raise :class:`UnknownProductError` with the closest names.
+        """
+        if name in self.products:
+            return self.products[name]
+        by_soc = self.by_soc_version(name)
+        if by_soc is not None:
+            return by_soc
+        candidates = list(self.products) + [s for p in self.products.values()
+                                            for s in p.soc_versions]
+        close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+        lowered = {c.lower(): c for c in candidates}
+        if name.lower() in lowered and lowered[name.lower()] not in close:
+            close.insert(0, lowered[name.lower()])
+        raise UnknownProductError(name, close, self.names())
+
+    def by_soc_version(self, soc: str) -> Product | None:
+        """The product declaring the exact SoC version string ``soc`` (case-sensitive)."""
+        for product in self.products.values():
+            if soc in product.soc_versions:
+                return product
+        return None
+
+    def supporting(self, capability: str, value: Any = True) -> list[Product]:
+        """The products that support ``value`` of ``capability``."""
+        return [p for p in self if p.supports(capability, value)]

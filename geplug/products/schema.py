@@ -1,0 +1,256 @@
+"""Frozen records of a product declaration (``capabilities.toml``, schema version 1).
+
+Every product difference geplug knows lives in these records; the core and the simulator only
+interpret them. The field meanings follow ``shared/reference/options.md`` §13 and
+``formats.md`` §5-6; ``docs/capabilities.md`` is the reference for plugin authors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ComputeModel",
+    "DebugCaps",
+    "DumpCaps",
+    "FrequencyRange",
+    "ImplModeCaps",
+    "OpSupport",
+    "PrecisionCaps",
+    "Product",
+    "ProfilingCaps",
+    "RuntimeCaps",
+]
+
+SCHEMA_VERSION = 1
+"""The ``schema_version`` this core reads."""
+
+DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+    "hifloat8",
+)
+"""Dtype names used in declarations (numpy spellings; ``bfloat16`` via ml_dtypes)."""
+
+
+def _tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+def _frozen_map(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    from types import MappingProxyType
+
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen(kw_only=True)
+class OpSupport:
+    """One Ascend op type: where it runs, in which dtypes, with which implementation modes.
+
+    ``op_class`` is ``matrix`` (cube unit) or ``vector``, the split the seed's precision text
+    uses. ``precision_reduce`` is the mixed-precision list membership of options.md §5.5:
+    ``True`` white (may be lowered), ``False`` black (kept), ``None`` grey (follows the
+    previous op). ``impl_modes`` lists the implementation modes the op has
+    (``all_ops_impl_mode.ini``); an op with one mode always runs that one.
+    """
+
+    op_type: str
+    op_class: str = attrs.field(validator=attrs.validators.in_(("matrix", "vector")))
+    aicore_dtypes: tuple[str, ...] = attrs.field(converter=_tuple)
+    aicpu_dtypes: tuple[str, ...] = attrs.field(converter=_tuple)
+    impl_modes: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    precision_reduce: bool | None = None
+    cube_fp16in_fp32out: bool = False
+    """The AI Core kernel can take float16 inputs and write float32 outputs (force_fp32 chain)."""
+
+
+@attrs.frozen(kw_only=True)
+class PrecisionCaps:
+    """Precision modes (options.md §5): which are accepted, defaults per run mode."""
+
+    modes: tuple[str, ...] = attrs.field(converter=_tuple)
+    """precision_mode (v1) values accepted on this product by sessions (TF/GE)."""
+    modes_v2: tuple[str, ...] = attrs.field(converter=_tuple)
+    """precision_mode_v2 values accepted by sessions."""
+    atc_only_modes: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    """Values (v1 or v2) accepted only by ATC (e.g. bf16 on 310b, hif8 on 950)."""
+    default_training: str = ""
+    """v1 default with graph_run_mode 1; "" when the product has no training."""
+    default_training_v2: str = ""
+    default_inference: str = "force_fp16"
+    default_inference_v2: str = "fp16"
+    torch_default: str = ""
+    """torch_npu ACL_PRECISION_MODE default."""
+    mix_lowered_dtype_fp16: str = "float16"
+    """Dtype the allow_mix_precision(_fp16) policy lowers white-list ops to."""
+
+
+@attrs.frozen(kw_only=True)
+class ImplModeCaps:
+    """Implementation modes (options.md §9): the built-in ini lists, as product data."""
+
+    select_values: tuple[str, ...] = attrs.field(converter=_tuple)
+    """op_select_implmode values accepted by sessions and ATC."""
+    ini_values: tuple[str, ...] = attrs.field(converter=_tuple)
+    """Values accepted in op_precision_mode ini files on this product."""
+    optypelist_allowed: tuple[str, ...] = attrs.field(converter=_tuple)
+    """Op types optypelist_for_implmode may name (the seed: Pooling, SoftmaxV2, LRN, ROIAlign)."""
+    builtin_lists: Mapping[str, Mapping[str, str]] = attrs.field(converter=_frozen_map)
+    """Built-in ini contents: file stem (``high_precision``, ``high_performance_for_all``...)
+    -> {op type: mode}."""
+    default_mode: str = "high_performance"
+
+
+@attrs.frozen(kw_only=True)
+class DumpCaps:
+    """Dump behaviour (options.md §4, formats.md §2-4)."""
+
+    debug_modes: tuple[str, ...] = attrs.field(converter=_tuple)
+    """dump_debug_mode values accepted (910: three; 910b/a3/950: ``all`` only; () = n/a)."""
+    overflow_mode: str = "inf_nan"
+    """What an overflow looks like by default: ``inf_nan`` or ``saturation`` (fp16 ±65504)."""
+    ffts_plus_names: bool = False
+    """Dump file names carry the FFTS+ suffix (910b and later, formats.md §2.6)."""
+
+
+@attrs.frozen(kw_only=True)
+class FrequencyRange:
+    """A profiling sampling-frequency option: accepted [min, max] Hz and the default."""
+
+    min: int
+    max: int
+    default: int | None = None
+    item_max: Mapping[str, int] = attrs.field(converter=_frozen_map, factory=dict)
+    """Per collected item maxima that differ from ``max`` (950: qos/soc up to 10000)."""
+
+
+@attrs.frozen(kw_only=True)
+class ProfilingCaps:
+    """Profiling behaviour (options.md §3.3, §13.2; formats.md §6)."""
+
+    aic_metrics: tuple[str, ...] = attrs.field(converter=_tuple)
+    aic_metrics_default: str
+    aic_metrics_aliases: Mapping[str, str] = attrs.field(converter=_frozen_map, factory=dict)
+    """Accepted extra names mapped onto a group (910b: PipeUtilizationExct -> PipeUtilization)."""
+    pmu_columns: Mapping[str, tuple[str, ...]] = attrs.field(converter=_frozen_map)
+    """aic_metrics group -> the exact PMU column block of op_summary, in order."""
+    split_cores: bool
+    """AI Core and AI Vector counted separately (``aic_``/``aiv_`` column prefixes)."""
+    l2: str
+    """What ``l2: on`` collects: ``l2`` (hit rate) or ``l2_tlb`` (L2 and TLB hit rate)."""
+    instr_profiling: str = attrs.field(
+        validator=attrs.validators.in_(("switch", "frequency", "unsupported"))
+    )
+    frequencies: Mapping[str, FrequencyRange] = attrs.field(converter=_frozen_map)
+    """Option name (sys_hardware_mem_freq, ...) -> range. Absent = unsupported here."""
+    sys_io_targets: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    interconnect_targets: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    host_sys: tuple[str, ...] = attrs.field(converter=_tuple, default=("cpu", "mem"))
+    training_trace: bool = True
+    """Iteration trace supported (products with training)."""
+    mix_aic_large_matmul: bool = False
+    """A large, badly aligned MatMul is reported as MIX_AIC (910b/a3)."""
+
+
+@attrs.frozen(kw_only=True)
+class DebugCaps:
+    """Operator compile debug files (options.md §7, formats.md §5)."""
+
+    kernel_meta: Mapping[str, tuple[str, ...]] = attrs.field(converter=_frozen_map)
+    """op_debug_level ("0".."4") -> kept file suffixes (".o", ".json", ".cce", "_loc.json",
+    "_compute.json")."""
+    debug_config_files: Mapping[str, tuple[str, ...]] = attrs.field(converter=_frozen_map)
+    """op_debug_config item -> kept file suffixes."""
+    ub_fusion: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class RuntimeCaps:
+    """initialize_system, run modes and collective communication (options.md §15)."""
+
+    initialize_system: bool
+    training: bool
+    """graph_run_mode 1 (training) is available."""
+    rank_table_versions: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    rank_queries: bool = True
+    dies_per_device: int = 1
+
+
+@attrs.frozen(kw_only=True)
+class ComputeModel:
+    """Approximate public figures for simulated timing; never a measurement of hardware."""
+
+    approximate: bool
+    ai_cores: int
+    vector_cores: int
+    clock_mhz: int
+    cube_tflops: Mapping[str, float] = attrs.field(converter=_frozen_map)
+    """dtype -> peak cube (matrix) throughput, TFLOP/s."""
+    vector_tflops: Mapping[str, float] = attrs.field(converter=_frozen_map)
+    """dtype -> peak vector throughput, TFLOP/s."""
+    memory_bandwidth_gbps: float
+    aicpu_gflops: float
+    launch_overhead_us: float
+    source: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Product:
+    """One product family (or a card that ``extends`` one), as its plugin declares it."""
+
+    name: str
+    display_name: str
+    family_id: str
+    soc_versions: tuple[str, ...] = attrs.field(converter=_tuple)
+    extends: str = ""
+    description: str = ""
+    runtime: RuntimeCaps
+    precision: PrecisionCaps
+    implmode: ImplModeCaps
+    dump: DumpCaps
+    profiling: ProfilingCaps
+    debug: DebugCaps
+    ops: Mapping[str, OpSupport] = attrs.field(converter=_frozen_map)
+    default_op: OpSupport
+    """Used for any op type the table does not list, so every ONNX operator can be simulated."""
+    compute: ComputeModel
+    source_path: str = ""
+    distribution: str = ""
+    """Filled by the plugin manager: the distribution (and version) that declared it."""
+
+    def op(self, op_type: str) -> OpSupport:
+        """The support entry of ``op_type`` (the documented default entry when unlisted)."""
+        found = self.ops.get(op_type)
+        if found is not None:
+            return found
+        return attrs.evolve(self.default_op, op_type=op_type)
+
+    def supports(self, capability: str, value: Any = True) -> bool:
+        """Whether this product supports ``value`` of the dotted ``capability`` path.
+
+        Examples: ``supports("runtime.initialize_system")``,
+        ``supports("profiling.aic_metrics", "MemoryAccess")``,
+        ``supports("precision.modes", "allow_fp32_to_bf16")``. A collection capability is
+        supported when it contains ``value``; a scalar when it equals ``value``.
+        """
+        from geplug.products.query import capability_value
+
+        current = capability_value(self, capability)
+        if isinstance(current, (tuple, list, frozenset, set)) or isinstance(current, Mapping):
+            return value in current
+        return bool(current == value)

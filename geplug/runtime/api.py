@@ -1,0 +1,117 @@
+"""``initialize_system`` / ``shutdown_system``: the seed's TF1 API, as plain Python.
+
+The real ``initialize_system`` initialises GE (and HCCL) once per process with the options of
+its session (options.md §15.1). geplug checks the configuration against the product first and
+refuses with every problem at once, then asks the backends through ``geplug_init_system``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from geplug.errors import BackendError, ConfigError, NotInitializedError
+from geplug.runtime.system import System
+
+__all__ = ["current_system", "initialize_system", "shutdown_system"]
+
+_current: list[System] = []
+
+
+def initialize_system(
+    product: Any = None,
+    config: Any = None,
+    *,
+    backend: str | None = None,
+    manager: Any = None,
+    env: Mapping[str, str] | None = None,
+) -> System:
+    """Check ``config`` for ``product``, pick a backend, and return the running :class:`System`.
+
+    ``product``: a product name, SoC version string or :class:`Product` (default: the
+    config's ``soc_version``, else ``atlas_a2``). ``config``: a :class:`SessionConfig`, a
+    mapping of option names, a path to a TOML file, or ``None``. ``backend``: the plugin name
+    of the backend to use (strict), or ``None`` to take the first that accepts. ``env``:
+    the environment to read (default ``os.environ``).
+
+    Raises :class:`ConfigError` with every problem when the configuration (or the product)
+    does not allow it, and :class:`BackendError` naming every backend asked and why it passed.
+    The returned system is also a context manager that shuts itself down.
+    """
+    from geplug.config import check, load_config, resolve
+    from geplug.plugin import get_manager
+    from geplug.products.schema import Product
+    from geplug.runtime.rank import read_rank_info
+
+    manager = manager if manager is not None else get_manager()
+    env = dict(os.environ if env is None else env)
+    cfg = load_config(config)
+    if isinstance(product, Product):
+        prod = product
+    else:
+        name = product or cfg.soc_version or DEFAULT_PRODUCT
+        prod = manager.products().get(str(name))
+    problems = check(cfg, prod, env=env, for_initialize_system=True)
+    if any(p.severity == "error" for p in problems):
+        raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})")
+    resolved = resolve(cfg, prod, env=env)
+    rank = read_rank_info(env, prod)
+    system = System(product=prod, config=resolved, manager=manager, rank=rank)
+    impls = list(reversed(manager.pm.hook.geplug_init_system.get_hookimpls()))
+    if backend is not None:
+        impls = [i for i in impls if i.plugin_name == backend]
+        if not impls:
+            raise BackendError(
+                f"backend {backend!r} is not installed (backends: "
+                f"{', '.join(manager.implementers('geplug_init_system')) or 'none'}); "
+                "install it or call initialize_system without backend=",
+                reasons={backend: "not installed"},
+            )
+    for impl in impls:
+        runtime = impl.function(system=system)
+        if runtime is not None:
+            system.runtime = runtime
+            system.backend = impl.plugin_name
+            break
+        system.pass_reasons.setdefault(impl.plugin_name, "returned None")
+    else:
+        asked = system.pass_reasons or {"(none)": "no backend plugin is installed"}
+        detail = "; ".join(f"{name}: {why}" for name, why in asked.items())
+        raise BackendError(
+            f"no backend serves product {prod.name!r} ({detail}); install geplug-simulator",
+            reasons=asked,
+        )
+    _current.append(system)
+    return system
+
+
+DEFAULT_PRODUCT = "atlas_a2"
+"""The product used when neither an argument nor ``soc_version`` names one."""
+
+
+def shutdown_system(system: System | None = None) -> None:
+    """Shut down ``system`` (default: the most recently initialised one still open)."""
+    if system is None:
+        if not _current:
+            raise NotInitializedError(
+                "shutdown_system() called but no system is initialised; call "
+                "geplug.initialize_system() first"
+            )
+        system = _current[-1]
+    system.shutdown()
+
+
+def current_system() -> System:
+    """The most recently initialised open system; raises if none (HCCL needs one)."""
+    if not _current:
+        raise NotInitializedError(
+            "HCCL not initialised: run geplug.initialize_system() first (the real rank "
+            "queries also need initialize_system before any collective-communication call)"
+        )
+    return _current[-1]
+
+
+def _forget(system: System) -> None:
+    if system in _current:
+        _current.remove(system)

@@ -1,0 +1,147 @@
+"""A running system: one product, one resolved configuration, one backend runtime.
+
+Made by :func:`geplug.initialize_system`; the backend compiles models through it and emits
+dump and profiling events through it, so the built-in writers and users' plugins see them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from geplug.errors import BackendError
+
+if TYPE_CHECKING:
+    from geplug.config.resolved import ResolvedConfig
+    from geplug.events import DumpEvent, ProfileEvent
+    from geplug.plugin.manager import PluginManager
+    from geplug.products.schema import Product
+
+__all__ = ["System"]
+
+_ids = itertools.count(1)
+
+
+class System:
+    """The state between ``initialize_system`` and ``shutdown_system``.
+
+    Attributes: ``product`` (the declaration), ``config`` (the :class:`ResolvedConfig`),
+    ``manager`` (the plugin manager whose hooks receive events), ``rank`` (rank information),
+    ``runtime`` (what the backend returned from ``geplug_init_system``), ``backend`` (its
+    plugin name), ``id`` (unique in the process).
+    """
+
+    def __init__(
+        self,
+        *,
+        product: Product,
+        config: ResolvedConfig,
+        manager: PluginManager,
+        rank: Any = None,
+    ) -> None:
+        self.id = next(_ids)
+        self.product = product
+        self.config = config
+        self.manager = manager
+        self.rank = rank
+        self.runtime: Any = None
+        self.backend = ""
+        self.closed = False
+        self.pass_reasons: dict[str, str] = {}
+        self._model_ids = itertools.count(1)
+        self._task_ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    @property
+    def device_id(self) -> int:
+        """The device this system runs on (rank table > ASCEND_DEVICE_ID > DEVICE_ID > 0)."""
+        return self.config.device_id
+
+    @property
+    def profiling_enabled(self) -> bool:
+        """Whether profiling events should be emitted."""
+        return bool(self.config.config.profiling_mode)
+
+    def pass_reason(self, backend: str, reason: str) -> None:
+        """Record why ``backend`` declined to serve this system (shown if none serves it)."""
+        self.pass_reasons[backend] = reason
+
+    def next_model_id(self) -> int:
+        """A fresh model id (graph id) for a compiled model of this system."""
+        with self._lock:
+            return next(self._model_ids)
+
+    def next_task_id(self) -> int:
+        """A fresh, monotonically growing task id (dump file names, profiling rows)."""
+        with self._lock:
+            return next(self._task_ids)
+
+    def compile(self, model: Any, **options: Any) -> Any:
+        """Compile ``model`` for this product (a path or an ``onnx.ModelProto``).
+
+        A ``geplug_compile`` implementation may take the model; otherwise the runtime's own
+        ``compile`` does.
+        """
+        self._check_open()
+        compiled = self.manager.hook.geplug_compile(system=self, model=model, options=options)
+        if compiled is not None:
+            return compiled
+        if self.runtime is None or not hasattr(self.runtime, "compile"):
+            raise BackendError(
+                f"no backend can compile {model!r} for {self.product.name!r}: the runtime of "
+                f"backend {self.backend!r} has no compile(); install geplug-simulator"
+            )
+        return self.runtime.compile(model, **options)
+
+    def emit_dump(self, event: DumpEvent) -> None:
+        """Hand ``event`` to every ``geplug_dump`` implementation."""
+        self.manager.call_each("geplug_dump", event=event)
+
+    def emit_profile(self, event: ProfileEvent) -> None:
+        """Hand ``event`` to every ``geplug_profile`` implementation (profiling on only)."""
+        if self.profiling_enabled:
+            self.manager.call_each("geplug_profile", event=event)
+
+    def shutdown(self) -> None:
+        """Close the runtime and let every plugin flush; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        errors: list[BaseException] = []
+        if self.runtime is not None and hasattr(self.runtime, "close"):
+            try:
+                self.runtime.close()
+            except Exception as exc:  # noqa: BLE001 - plugins must still flush
+                errors.append(exc)
+        errors.extend(self.manager.call_all("geplug_shutdown_system", system=self))
+        from geplug.runtime import api
+
+        api._forget(self)
+        if errors:
+            raise errors[0]
+
+    def _check_open(self) -> None:
+        if self.closed:
+            from geplug.errors import NotInitializedError
+
+            raise NotInitializedError(
+                f"system {self.id} for {self.product.name!r} was shut down; call "
+                "geplug.initialize_system() again"
+            )
+
+    def __enter__(self) -> System:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<System {self.id} {self.product.name} backend={self.backend!r} {state}>"

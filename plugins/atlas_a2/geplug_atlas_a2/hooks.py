@@ -1,0 +1,16 @@
+"""Declares the Atlas A2 family from ``capabilities.toml``; the product is data."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from geplug import hookimpl
+from geplug.products import Declaration, declare
+
+GEPLUG_PLUGIN_API = 1
+
+
+@hookimpl
+def geplug_capabilities() -> list[Declaration]:
+    """The Atlas A2 declaration."""
+    return [declare(files("geplug_atlas_a2") / "capabilities.toml")]
