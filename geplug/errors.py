@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from geplug.config.problems import Problem
 
 __all__ = [
+    "AICoreError",
     "BackendError",
     "CapabilityError",
     "CompileError",
@@ -98,6 +99,17 @@ class CompileError(GeplugError):
         super().__init__(message)
         self.node = node
         self.details = dict(details or {})
+
+
+class AICoreError(GeplugError):
+    """A (simulated) AI Core error at ``node``; ``dump_files`` lists the exception dumps."""
+
+    def __init__(self, message: str, *, node: str, op_type: str = "",
+                 dump_files: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.node = node
+        self.op_type = op_type
+        self.dump_files = tuple(dump_files)
 
 
 class NotInitializedError(GeplugError):

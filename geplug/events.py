@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApiCall",
     "DumpEvent",
+    "GraphEvent",
     "MarkerEvent",
     "OpRecord",
     "ProfileEvent",
@@ -122,6 +123,19 @@ class TaskEvent:
 
 
 @attrs.frozen(kw_only=True)
+class GraphEvent:
+    """A model was compiled: its ops in execution order (``run.step`` is -1).
+
+    Emitted once per compiled model before its first step, so collectors can validate names
+    (fp_point / bp_point) and describe ops.
+    """
+
+    kind: Literal["graph"] = "graph"
+    run: RunInfo
+    ops: tuple[OpRecord, ...] = attrs.field(converter=tuple)
+
+
+@attrs.frozen(kw_only=True)
 class StepEvent:
     """A step (iteration) boundary on the device timeline."""
 
@@ -156,5 +170,5 @@ class MarkerEvent:
     range_id: int = 0
 
 
-ProfileEvent = TaskEvent | StepEvent | ApiCall | MarkerEvent
+ProfileEvent = TaskEvent | GraphEvent | StepEvent | ApiCall | MarkerEvent
 """Everything ``geplug_profile`` receives."""

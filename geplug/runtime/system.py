@@ -95,9 +95,10 @@ class System:
             )
         return self.runtime.compile(model, **options)
 
-    def emit_dump(self, event: DumpEvent) -> None:
-        """Hand ``event`` to every ``geplug_dump`` implementation."""
-        self.manager.call_each("geplug_dump", event=event)
+    def emit_dump(self, event: DumpEvent) -> list[Any]:
+        """Hand ``event`` to every ``geplug_dump`` implementation; returns their non-None
+        results (the built-in writers return the paths they wrote)."""
+        return [r for r in self.manager.call_each("geplug_dump", event=event) if r is not None]
 
     def emit_profile(self, event: ProfileEvent) -> None:
         """Hand ``event`` to every ``geplug_profile`` implementation (profiling on only)."""
