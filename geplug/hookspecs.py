@@ -101,7 +101,7 @@ def geplug_compile(system: System, model: Any, options: dict[str, Any]) -> Any |
 
 
 @hookspec
-def geplug_dump(event: DumpEvent) -> None:
+def geplug_dump(event: DumpEvent) -> Any:
     """Receive an op's tensors on a step where dumping may apply.
 
     Called by the backend for every op of a step on which the resolved configuration needs
@@ -109,7 +109,9 @@ def geplug_dump(event: DumpEvent) -> None:
     AI Core exception (``event.kind == "exception"``), before the backend raises it. All
     implementations are called. The built-in writers (``geplug.dump``) write the data,
     overflow and exception dumps in the real formats; a user plugin may also record or check
-    tensors. Raise a :class:`geplug.errors.DumpError` to stop the run (e.g. the disk is full);
+    tensors. Return the paths written (a list) or ``None``; the backend collects them (an
+    AI Core error names its exception dump files). Raise a :class:`geplug.errors.DumpError` to
+    stop the run (e.g. the disk is full);
     any other exception from a plugin disables that plugin with a warning.
 
     Example::
