@@ -20,6 +20,7 @@ __all__ = [
     "PluginConflictError",
     "PluginError",
     "ProfilingError",
+    "RankQueryError",
     "RankTableError",
     "UnknownProductError",
 ]
@@ -48,12 +49,23 @@ class PluginConflictError(PluginError):
 
 
 class CapabilityError(GeplugError):
-    """A ``capabilities.toml`` is invalid: ``path`` is the file, ``key`` the dotted key path."""
+    """A ``capabilities.toml`` is invalid: ``path`` is the file, ``key`` the dotted key path.
 
-    def __init__(self, message: str, *, path: str = "", key: str = "") -> None:
+    ``errors`` holds every (key path, message) found when the file was validated.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str = "",
+        key: str = "",
+        errors: Sequence[tuple[str, str]] = (),
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.key = key
+        self.errors = tuple(errors) or ((key, message),)
 
 
 class UnknownProductError(GeplugError):
@@ -119,10 +131,20 @@ class NotInitializedError(GeplugError):
 class RankTableError(GeplugError):
     """A rank table (RANK_TABLE_FILE) is invalid; ``path`` and ``field`` name the culprit."""
 
-    def __init__(self, message: str, *, path: str = "", field: str = "") -> None:
+    def __init__(self, message: str, *, path: str = "", field: str = "", code: str = "") -> None:
         super().__init__(message)
         self.path = path
         self.field = field
+        self.code = code
+        """The real stack's error code where one exists (EI0004...), else ""."""
+
+
+class RankQueryError(GeplugError, ValueError):
+    """A rank query got a bad group argument; ``group`` is what was passed."""
+
+    def __init__(self, message: str, *, group: str = "") -> None:
+        super().__init__(message)
+        self.group = group
 
 
 class DumpError(GeplugError):

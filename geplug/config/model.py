@@ -75,12 +75,15 @@ class ProfilingOptions:
 class SessionConfig:
     """Every GE init/session/compile option geplug models (options.md §3-10).
 
-    ``front_end`` records where the options came from (``tf``, ``ge``, ``atc``, ``python``):
+    ``front_end`` records where the options came from (``tf``, ``ge``, ``atc``, ``torch``,
+    ``python``):
     the real layers disagree on some defaults (options.md §12) and resolution follows the
     front end the user named.
     """
 
-    front_end: str = "tf"
+    front_end: str = attrs.field(
+        default="tf", validator=attrs.validators.in_(("tf", "ge", "atc", "torch", "python"))
+    )
     # profiling (options.md §3)
     profiling_mode: bool | None = None
     profiling_options: ProfilingOptions | None = None
@@ -109,6 +112,64 @@ class SessionConfig:
     op_precision_mode: str | None = None
     # target (§10)
     soc_version: str | None = None
+    # the seed's example session sets it (options.md §15.1); carried, never checked
+    use_off_line: bool | None = None
+
+    # -- named constructors (raw input enters only here; geplug.config.parse does the work) --
+
+    @classmethod
+    def from_mapping(cls, data: Any, *, front_end: str = "tf", source: str = "") -> SessionConfig:
+        """Read a mapping of option names (the TOML/seed names) to values.
+
+        ``profiling_options`` may be a mapping or the JSON string the real stack takes.
+        Raises :class:`~geplug.errors.ConfigError` with every parsing problem (unknown keys
+        with a did-you-mean, wrong types, huge strings, a bad profiling JSON).
+        """
+        from geplug.config import parse
+
+        return parse.ensure(parse.parse_mapping(data, front_end=front_end), source)
+
+    @classmethod
+    def from_toml(cls, path_or_text: Any, *, text: bool = False) -> SessionConfig:
+        """Read a TOML file (or, with ``text=True``, TOML text) whose keys are option names."""
+        from geplug.config import parse
+
+        if text:
+            return parse.ensure(parse.parse_toml_text(str(path_or_text)), "TOML text")
+        return parse.ensure(parse.parse_toml_file(path_or_text), str(path_or_text))
+
+    @classmethod
+    def from_tf_parameter_map(cls, parameter_map: Any) -> SessionConfig:
+        """Read a TF1 ``custom_op.parameter_map``-style mapping (options.md §2.1).
+
+        Each value is what its accessor carries: a bool for ``.b`` options, ``str``/``bytes``
+        for ``.s``, an int for ``.i`` - or any object with the ``b``/``s``/``i`` attribute
+        (an ``AttrValue``).
+        """
+        from geplug.config import parse
+
+        return parse.ensure(parse.parse_tf_parameter_map(parameter_map), "TF parameter_map")
+
+    @classmethod
+    def from_ge_options(cls, options: Any) -> SessionConfig:
+        """Read a GE option map (``ge.exec.*`` keys or plain names, every value a string)."""
+        from geplug.config import parse
+
+        return parse.ensure(parse.parse_ge_options(options), "GE option map")
+
+    @classmethod
+    def from_atc_args(cls, args: Any) -> SessionConfig:
+        """Read ATC arguments (``["--precision_mode=force_fp16", ...]`` or one command line)."""
+        from geplug.config import parse
+
+        return parse.ensure(parse.parse_atc_args(args), "ATC arguments")
+
+    @classmethod
+    def from_torch_options(cls, options: Any) -> SessionConfig:
+        """Read a ``torch_npu.npu.set_option`` dict (``ACL_PRECISION_MODE``, ...)."""
+        from geplug.config import parse
+
+        return parse.ensure(parse.parse_torch_options(options), "torch_npu options")
 
     def set_options(self) -> dict[str, Any]:
         """The options the user set (``front_end`` excluded), by name."""

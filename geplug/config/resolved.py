@@ -62,6 +62,10 @@ class ResolvedConfig:
     """Implementation mode per node name from op_precision_mode ``[ByNodeName]``."""
     impl_default: str = "high_performance"
     """The mode of ops no list names (high_performance unless a ``_for_all`` mode says)."""
+    mixlist_overrides: Mapping[str, bool | None] = attrs.field(factory=dict)
+    """From the modify_mixlist JSON (options.md §5.5): op type -> ``True`` white list (may be
+    lowered), ``False`` black list (kept), ``None`` grey list (follows the previous op).
+    Applies on top of each op's ``precision_reduce``; empty when modify_mixlist is unset."""
 
     def source(self, option: str) -> str:
         """Where ``option``'s effective value came from."""
@@ -71,4 +75,6 @@ class ResolvedConfig:
         """A JSON-ready mapping (``geplug resolve --format json``)."""
         data = attrs.asdict(self, recurse=True)
         data["sources"] = dict(self.sources)
+        for key in ("impl_by_op_type", "impl_by_node", "mixlist_overrides"):
+            data[key] = dict(getattr(self, key))
         return data

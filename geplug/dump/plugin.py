@@ -1,5 +1,121 @@
-"""Built-in dump writer plugin (registered before any entry point)."""
+"""Built-in dump writer plugin (registered before any entry point): routes ``geplug_dump``.
+
+Per system (keyed by ``system.id``) it keeps one :class:`DumpLayout` and the data, overflow,
+statistics and exception writers; ``geplug_shutdown_system`` completes pending files and
+forgets the system. Returns the paths written, which ``System.emit_dump`` collects.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
+from typing import TYPE_CHECKING
+
+from geplug.dump.data_writer import DataDumpWriter
+from geplug.dump.exception import ExceptionDumpWriter, exception_dump_location
+from geplug.dump.layout import DumpLayout
+from geplug.dump.overflow import OverflowWriter, find_overflow
+from geplug.dump.policy import dump_layer_names, step_selected
+from geplug.dump.stats import StatsWriter
+from geplug.errors import DumpError
+from geplug.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from geplug.events import DumpEvent
+    from geplug.runtime.system import System
+
+__all__ = ["GEPLUG_PLUGIN_API", "geplug_dump", "geplug_shutdown_system", "state_for"]
+
 GEPLUG_PLUGIN_API = 1
+
+
+class SystemDumpState:
+    """Everything the dump writers keep for one system."""
+
+    def __init__(self, system: System) -> None:
+        resolved = system.config
+        cfg = resolved.config
+        product = system.product
+        self.system_id = system.id
+        self.layer = dump_layer_names(cfg.dump_layer)
+        self.mode = cfg.dump_mode or "output"
+        self.stats_only = cfg.dump_data == "stats"
+        self.debug_mode = cfg.dump_debug_mode or "all"
+        self.saturation = product.dump.overflow_mode == "saturation"
+        root = resolved.dump_root or cfg.dump_path
+        self.layout: DumpLayout | None = None
+        self.data: DataDumpWriter | None = None
+        self.overflow: OverflowWriter | None = None
+        self.stats: StatsWriter | None = None
+        if root and (cfg.enable_dump or cfg.enable_dump_debug):
+            self.layout = DumpLayout(root, resolved.device_id)
+            self.data = DataDumpWriter(self.layout, ffts_plus=product.dump.ffts_plus_names)
+            self.overflow = OverflowWriter(self.layout, self.data, product=product.name)
+            self.stats = StatsWriter(self.layout)
+        self.exception = ExceptionDumpWriter()
+        level = resolved.exception_dump_level
+        directory = resolved.exception_dump_dir
+        if level and directory is None:
+            level, directory = exception_dump_location(level, os.environ, resolved.device_id)
+        self.exception_level = level
+        self.exception_dir = directory
+
+    def close(self) -> list[str]:
+        """Complete pending files (statistics)."""
+        return self.stats.close() if self.stats is not None else []
+
+
+_states: dict[int, SystemDumpState] = {}
+_lock = threading.Lock()
+
+
+def state_for(system: System) -> SystemDumpState:
+    """The dump state of ``system`` (created on first use)."""
+    state = _states.get(system.id)
+    if state is None:
+        with _lock:
+            state = _states.get(system.id)
+            if state is None:
+                state = _states[system.id] = SystemDumpState(system)
+    return state
+
+
+@hookimpl
+def geplug_dump(event: DumpEvent) -> list[str] | None:
+    """Write the data, overflow and exception dumps ``event`` calls for; return their paths."""
+    system = event.run.system
+    state = state_for(system)
+    if event.kind == "exception":
+        if not state.exception_level or state.exception_dir is None:
+            return None
+        return state.exception.write(event, level=state.exception_level,
+                                     directory=state.exception_dir)
+    cfg = system.config.config
+    paths: list[str] = []
+    if cfg.enable_dump and state.data is not None and step_selected(cfg.dump_step,
+                                                                     event.run.step):
+        if state.layer is None or event.op.name in state.layer:
+            if state.stats_only:
+                assert state.stats is not None
+                paths.extend(state.stats.add(event, mode=state.mode))
+            else:
+                paths.extend(state.data.write(event, mode=state.mode))
+    if cfg.enable_dump_debug and state.overflow is not None:
+        finding = find_overflow(event, saturation=state.saturation, debug_mode=state.debug_mode)
+        if finding is not None:
+            paths.extend(state.overflow.write(event, finding))
+    if (cfg.enable_dump or cfg.enable_dump_debug) and state.layout is None:
+        raise DumpError(
+            "dumping is enabled but dump_path is not set; set dump_path to an existing, "
+            "writable directory (options.md §4.2)"
+        )
+    return paths or None
+
+
+@hookimpl
+def geplug_shutdown_system(system: System) -> None:
+    """Complete the statistics files of ``system`` and forget its dump state."""
+    with _lock:
+        state = _states.pop(system.id, None)
+    if state is not None:
+        state.close()

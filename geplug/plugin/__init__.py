@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from geplug.plugin.manager import (
     BUILTIN_PLUGINS,
     DISABLE_ENV,
@@ -9,6 +11,9 @@ from geplug.plugin.manager import (
     PluginRecord,
     PluginSkippedWarning,
 )
+
+if TYPE_CHECKING:
+    from geplug.products.query import ProductRegistry
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -38,6 +43,6 @@ def reset_manager(manager: PluginManager | None = None) -> None:
     _default = manager
 
 
-def products():  # type: ignore[no-untyped-def]
+def products() -> ProductRegistry:
     """The installed products (a :class:`~geplug.products.ProductRegistry`)."""
     return get_manager().products()

@@ -10,6 +10,7 @@ plugins declaring one product raise a single :class:`PluginConflictError` naming
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import warnings
@@ -22,7 +23,7 @@ import pluggy
 
 from geplug import hookspecs
 from geplug.errors import CapabilityError, GeplugError, PluginConflictError
-from geplug.products.load import Declaration, build_product
+from geplug.products.load import Declaration, build_product, merge_over_base
 from geplug.products.query import ProductRegistry
 from geplug.products.schema import Product
 
@@ -41,6 +42,7 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("profiling", "geplug.profiling.plugin"),
 )
 """(name, module) of the core's own plugins, registered before any entry point."""
+_HOOK_NAMES: tuple[str, ...] = tuple(sorted(n for n in dir(hookspecs) if n.startswith("geplug_")))
 
 
 class PluginSkippedWarning(UserWarning):
@@ -83,6 +85,8 @@ class PluginManager:
         self._records: dict[str, PluginRecord] = {}
         self._registry: ProductRegistry | None = None
         self._declared: dict[str, tuple[str, ...]] = {}
+        self.conflict: PluginConflictError | None = None
+        """Set by :meth:`report` when two plugins declare one product."""
 
     # -- loading -------------------------------------------------------------------------
 
@@ -130,22 +134,40 @@ class PluginManager:
 
         Returns False (and warns, and records the reason) when the plugin is refused.
         """
-        record = PluginRecord(name=name, distribution=distribution, version=version, origin=origin)
         if name in self.disabled_names():
-            self._records[name] = attrs.evolve(
-                record, status="disabled", reason=f"listed in {DISABLE_ENV}"
+            self._records[name] = PluginRecord(
+                name=name, distribution=distribution, version=version, origin=origin,
+                status="disabled", reason=f"listed in {DISABLE_ENV}",
             )
             return False
-        if name in self._records and self._records[name].status == "loaded":
-            self._skip(record, f"a plugin named {name!r} is already loaded "
-                       f"({self._records[name].provider})")
-            return False
+        first = self._records.get(name)
+        if first is not None and first.status == "loaded":
+            if first.distribution == distribution:
+                self._skip(
+                    PluginRecord(name=f"{name}#{len(self._records)}", distribution=distribution,
+                                 version=version, origin=origin),
+                    f"a plugin named {name!r} is already loaded ({first.provider})",
+                )
+                return False
+            # Same plugin name from another distribution: keep both, named apart, so that a
+            # product they both declare is reported as one conflict naming both.
+            name = f"{name}[{distribution or origin}]"
+        record = PluginRecord(name=name, distribution=distribution, version=version, origin=origin)
         api = getattr(plugin, "GEPLUG_PLUGIN_API", None)
-        if api not in hookspecs.SUPPORTED_PLUGIN_APIS:
+        if type(api) is not int or api not in hookspecs.SUPPORTED_PLUGIN_APIS:
             supported = ", ".join(str(v) for v in sorted(hookspecs.SUPPORTED_PLUGIN_APIS))
             got = "no GEPLUG_PLUGIN_API" if api is None else f"GEPLUG_PLUGIN_API = {api!r}"
             self._skip(record, f"written for an incompatible plugin API ({got}); this geplug "
-                       f"supports {supported}: update the plugin or geplug")
+                       f"supports plugin API {supported}: install a version of the plugin made "
+                       "for this geplug, or a geplug that supports it")
+            return False
+        impl_names = sorted(_hookimpl_names(plugin))
+        unknown = [n for n in impl_names if n not in _HOOK_NAMES]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], _HOOK_NAMES, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            self._skip(record, f"unknown hook {unknown[0]!r} (misspelled?); {hint}the hooks "
+                       "are " + ", ".join(_HOOK_NAMES))
             return False
         try:
             self.pm.register(plugin, name=name)
@@ -155,18 +177,7 @@ class PluginManager:
         except ValueError as exc:
             self._skip(record, str(exc))
             return False
-        unknown = [
-            impl_name for impl_name in _hookimpl_names(plugin)
-            if not hasattr(hookspecs, impl_name)
-        ]
-        if unknown:
-            self.pm.unregister(name=name)
-            known = sorted(n for n in dir(hookspecs) if n.startswith("geplug_"))
-            self._skip(record, f"unknown hook {unknown[0]!r} (misspelled?); the hooks are "
-                       + ", ".join(known))
-            return False
-        hooks = tuple(sorted(_hookimpl_names(plugin)))
-        self._records[name] = attrs.evolve(record, hooks=hooks)
+        self._records[name] = attrs.evolve(record, hooks=tuple(impl_names))
         self._registry = None
         return True
 
@@ -210,8 +221,15 @@ class PluginManager:
     # -- reporting -----------------------------------------------------------------------
 
     def report(self) -> list[PluginRecord]:
-        """Every plugin seen: loaded, skipped or disabled, with the products it declares."""
-        self.products()
+        """Every plugin seen: loaded, skipped or disabled, with the products it declares.
+
+        Never raises: a product conflict is kept in :attr:`conflict` for the caller to show.
+        """
+        try:
+            self.products()
+            self.conflict = None
+        except PluginConflictError as exc:
+            self.conflict = exc
         return [
             attrs.evolve(r, products=self._declared.get(r.name, ()))
             for r in sorted(self._records.values(), key=lambda r: (r.origin != "builtin", r.name))
@@ -224,9 +242,32 @@ class PluginManager:
     # -- products ------------------------------------------------------------------------
 
     def products(self) -> ProductRegistry:
-        """The products declared by the loaded plugins (validated once, then cached)."""
+        """The products declared by the loaded plugins (validated once, then cached).
+
+        A plugin whose declaration is invalid (or whose ``extends`` base is unavailable) is
+        skipped with a warning and its products are dropped; the others are kept. Raises
+        :class:`PluginConflictError` when two plugins declare one product.
+        """
         if self._registry is not None:
             return self._registry
+        collected = self._collect_declarations()
+        self._check_conflicts(collected)
+        failed: set[str] = set()
+        while True:
+            products, declared, bad = self._build_products(
+                [(plugin, d) for plugin, d in collected if plugin not in failed]
+            )
+            if bad is None:
+                break
+            plugin_name, reason = bad
+            failed.add(plugin_name)
+            self._skip(self._records[plugin_name], reason)
+        self._declared = {k: tuple(v) for k, v in declared.items()}
+        self._registry = ProductRegistry(products)
+        return self._registry
+
+    def _collect_declarations(self) -> list[tuple[str, Declaration]]:
+        """(plugin name, declaration) from every ``geplug_capabilities``; raisers skipped."""
         collected: list[tuple[str, Declaration]] = []
         for impl in list(self.pm.hook.geplug_capabilities.get_hookimpls()):
             try:
@@ -238,39 +279,65 @@ class PluginManager:
                             f"geplug_capabilities returned {type(decl).__name__}, expected "
                             "geplug.products.declare(path) results"
                         )
-            except Exception as exc:  # noqa: BLE001
+            except CapabilityError as exc:
+                self._skip(self._records[impl.plugin_name], f"invalid capabilities: {exc}")
+                continue
+            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
                 self._skip(self._records[impl.plugin_name],
                            f"geplug_capabilities raised {type(exc).__name__}: {exc}")
                 continue
             collected.extend((impl.plugin_name, d) for d in declarations)
-        self._check_conflicts(collected)
-        by_name = {d.name: d for _, d in collected}
-        products: dict[str, Product] = {}
-        declared: dict[str, list[str]] = {}
-        failed: set[str] = set()
-        for plugin_name, decl in sorted(collected, key=lambda pd: bool(pd[1].extends)):
-            if plugin_name in failed:
-                continue
-            try:
-                if decl.extends and decl.extends not in products:
+        return collected
+
+    def _build_products(
+        self, collected: Sequence[tuple[str, Declaration]]
+    ) -> tuple[dict[str, Product], dict[str, list[str]], tuple[str, str] | None]:
+        """Validate every declaration, bases before the cards extending them.
+
+        Returns the products, plugin -> product names, and the first (plugin, reason) that
+        failed (``None`` when all are valid); the caller drops that plugin and retries.
+        """
+        by_name = {d.name: (plugin, d) for plugin, d in collected}
+        merged: dict[str, Declaration] = {}
+
+        def resolve(decl: Declaration, chain: tuple[str, ...]) -> Declaration:
+            if decl.name in merged:
+                return merged[decl.name]
+            if decl.extends:
+                if decl.extends in chain or decl.extends == decl.name:
+                    cycle = " -> ".join((*chain, decl.name, decl.extends))
                     raise CapabilityError(
-                        f"{decl.path!r}: product.extends: base product {decl.extends!r} is not "
-                        "available (not installed, or its plugin was skipped)",
+                        f"{decl.path!r}: product.extends: expected a chain ending in a family, "
+                        f"got a cycle {cycle}; remove one of the extends",
                         path=decl.path, key="product.extends",
                     )
-                product = build_product(decl, by_name.get(decl.extends) if decl.extends else None)
+                if decl.extends not in by_name:
+                    raise CapabilityError(
+                        f"{decl.path!r}: product.extends: expected an installed product, got "
+                        f"{decl.extends!r} (not installed, or its plugin was skipped); "
+                        "install the plugin that declares it",
+                        path=decl.path, key="product.extends",
+                    )
+                base = resolve(by_name[decl.extends][1], (*chain, decl.name))
+                decl = attrs.evolve(decl, raw=merge_over_base(decl, base), extends="")
+            merged[decl.name] = decl
+            return decl
+
+        products: dict[str, Product] = {}
+        declared: dict[str, list[str]] = {}
+        for plugin_name, decl in collected:
+            try:
+                flat = resolve(decl, ())
+                product = build_product(flat)
             except CapabilityError as exc:
-                failed.add(plugin_name)
-                for name in declared.pop(plugin_name, []):
-                    products.pop(name, None)
-                self._skip(self._records[plugin_name], f"invalid capabilities: {exc}")
-                continue
+                return {}, {}, (plugin_name, f"invalid capabilities: {exc}")
             record = self._records[plugin_name]
-            products[decl.name] = attrs.evolve(product, distribution=record.provider)
+            products[decl.name] = attrs.evolve(
+                product, extends=decl.extends, source_path=decl.path,
+                distribution=record.provider,
+            )
             declared.setdefault(plugin_name, []).append(decl.name)
-        self._declared = {k: tuple(v) for k, v in declared.items()}
-        self._registry = ProductRegistry(products)
-        return self._registry
+        return products, declared, None
 
     def _check_conflicts(self, collected: Sequence[tuple[str, Declaration]]) -> None:
         seen: dict[str, str] = {}

@@ -8,6 +8,7 @@ records, reporting the file, the dotted key path and what was expected.
 
 from __future__ import annotations
 
+import re
 import sys
 import typing
 from collections.abc import Mapping
@@ -25,7 +26,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["Declaration", "build_product", "deep_merge", "read_declaration"]
+__all__ = [
+    "DEBUG_LEVELS",
+    "Declaration",
+    "build_product",
+    "deep_merge",
+    "merge_over_base",
+    "read_declaration",
+]
+
+DEBUG_LEVELS = ("0", "1", "2", "3", "4")
+"""op_debug_level values (options.md §7.1); keys of ``[debug.kernel_meta]``."""
 
 _SECTIONS: dict[str, type] = {
     "runtime": schema.RuntimeCaps,
@@ -37,6 +48,9 @@ _SECTIONS: dict[str, type] = {
     "compute": schema.ComputeModel,
 }
 _IDENTITY = ("name", "display_name", "family_id", "soc_versions", "extends", "description")
+_NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
+_NOT_INHERITED = ("name", "extends", "display_name", "soc_versions")
+"""Identity keys a card that ``extends`` a family must state itself (its own name and SoCs)."""
 _RECORDS: dict[str, type] = {
     "FrequencyRange": schema.FrequencyRange,
     "OpSupport": schema.OpSupport,
@@ -70,7 +84,7 @@ def read_declaration(path: str | Path) -> Declaration:
             path=str(path),
         ) from None
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise CapabilityError(
             f"{str(path)!r}: schema_version: expected {SCHEMA_VERSION}, got {version!r}; "
             f"this geplug reads schema version {SCHEMA_VERSION} declarations",
@@ -106,6 +120,20 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
+def merge_over_base(decl: Declaration, base: Declaration) -> dict[str, Any]:
+    """The raw tables of ``decl`` merged over those of ``base`` (which may itself be merged).
+
+    Tables merge key by key (so ``[ops.MatMulV2] aicore_dtypes = [...]`` overrides one key of
+    one op), every other value replaces. The card's own ``name``, ``display_name`` and
+    ``soc_versions`` are never inherited: a variant card states who it is.
+    """
+    base_raw = dict(base.raw)
+    base_raw["product"] = {
+        k: v for k, v in base_raw.get("product", {}).items() if k not in _NOT_INHERITED
+    }
+    return deep_merge(base_raw, decl.raw)
+
+
 def build_product(decl: Declaration, base: Declaration | None = None) -> Product:
     """Validate ``decl`` (merged over ``base`` when it extends one) into a :class:`Product`.
 
@@ -120,38 +148,43 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
                 path=decl.path,
                 key="product.extends",
             )
-        base_raw = dict(base.raw)
-        base_raw["product"] = {
-            k: v for k, v in base_raw.get("product", {}).items() if k not in ("name", "extends")
-        }
-        raw = deep_merge(base_raw, decl.raw)
+        raw = merge_over_base(decl, base)
     errors: list[tuple[str, str]] = []
     allowed_top = {"schema_version", "product", "ops", *_SECTIONS}
     for key in raw:
         if key not in allowed_top:
-            errors.append((key, f"unknown section; expected one of {sorted(allowed_top)}"))
+            errors.append((key, f"expected a section in {sorted(allowed_top)}, got unknown "
+                           f"section {key!r}"))
     ident = raw.get("product", {})
     values: dict[str, Any] = {}
+    product_hints = typing.get_type_hints(Product)
     for key in ident:
         if key not in _IDENTITY:
-            errors.append((f"product.{key}", f"unknown key; expected one of {list(_IDENTITY)}"))
+            errors.append((f"product.{key}", f"expected a key in {list(_IDENTITY)}, got "
+                           f"unknown key {key!r}"))
     for key in ("name", "display_name", "family_id", "soc_versions"):
         if key not in ident:
-            errors.append((f"product.{key}", "required key is missing"))
-    product_hints = typing.get_type_hints(Product)
+            errors.append((f"product.{key}", f"required key is missing (expected "
+                           f"{_describe(product_hints[key])})"))
+    name = ident.get("name")
+    if isinstance(name, str) and not _NAME_RE.fullmatch(name):
+        errors.append(("product.name", f"expected lower-case letters, digits and '_' starting "
+                       f"with a letter (e.g. 'atlas_a2'), got {name!r}"))
     for key in _IDENTITY:
         if key in ident:
             values[key] = _convert(ident[key], product_hints[key], f"product.{key}", errors)
     for section, cls in _SECTIONS.items():
         table = raw.get(section)
         if not isinstance(table, Mapping):
-            errors.append((section, "required table is missing"))
+            got = "nothing" if table is None else repr(table)
+            errors.append((section, f"expected a [{section}] table, got {got}"))
             continue
         values[section] = _record(cls, table, section, errors)
     ops_raw = raw.get("ops")
     ops: dict[str, OpSupport] = {}
     if not isinstance(ops_raw, Mapping) or "default" not in ops_raw:
-        errors.append(("ops.default", "required table is missing (the entry for unlisted ops)"))
+        errors.append(("ops.default", "expected an [ops.default] table (the entry for op "
+                       "types the table does not list), got nothing"))
     else:
         for op_type, table in ops_raw.items():
             if not isinstance(table, Mapping):
@@ -161,17 +194,18 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
             if record is not None:
                 ops[op_type] = record
         for op_type, support in ops.items():
-            for dtype in (*support.aicore_dtypes, *support.aicpu_dtypes):
-                if dtype not in schema.DTYPES:
-                    errors.append(
-                        (f"ops.{op_type}", f"unknown dtype {dtype!r}; expected one of "
-                         f"{list(schema.DTYPES)}")
-                    )
+            for engine in ("aicore_dtypes", "aicpu_dtypes"):
+                for i, dtype in enumerate(getattr(support, engine)):
+                    if dtype not in schema.DTYPES:
+                        errors.append((f"ops.{op_type}.{engine}[{i}]", f"expected a dtype in "
+                                       f"{list(schema.DTYPES)}, got {dtype!r}"))
+    if not errors:
+        _check_consistency(values, errors)
     if errors:
         first_key = errors[0][0]
         detail = "; ".join(f"{key}: {msg}" for key, msg in errors)
         raise CapabilityError(f"{decl.path!r} is not a valid declaration: {detail}",
-                              path=decl.path, key=first_key)
+                              path=decl.path, key=first_key, errors=errors)
     default_op = ops.pop("default")
     return Product(**values, ops=ops, default_op=default_op, source_path=decl.path)
 
@@ -184,23 +218,101 @@ def _record(cls: type, table: Mapping[str, Any], where: str, errors: list[tuple[
     kwargs: dict[str, Any] = {}
     for key, value in table.items():
         if key not in fields:
-            errors.append((f"{where}.{key}", f"unknown key; expected one of {sorted(fields)}"))
+            errors.append((f"{where}.{key}", f"expected a key in {sorted(fields)}, got "
+                           f"unknown key {key!r}"))
             continue
         kwargs[key] = _convert(value, hints[key], f"{where}.{key}", errors)
     for name, field in fields.items():
         if name not in table and field.default is attrs.NOTHING:
-            errors.append((f"{where}.{name}", f"required key is missing ({_describe(hints[name])})"))
+            errors.append((f"{where}.{name}",
+                           f"required key is missing (expected {_describe(hints[name])})"))
     if len(errors) > before:
         return None
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        errors.append((where, str(exc)))
+        errors.append(_validator_error(exc, where))
         return None
 
 
+def _validator_error(exc: Exception, where: str) -> tuple[str, str]:
+    """(key path, message) for an attrs validator failure (``in_`` carries the options)."""
+    args = exc.args
+    if len(args) == 4 and isinstance(args[1], attrs.Attribute):
+        attribute, options, value = args[1], args[2], args[3]
+        return (f"{where}.{attribute.name}", f"expected one of {list(options)}, got {value!r}")
+    return (where, str(exc))
+
+
+def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]]) -> None:
+    """Cross-key rules without which a declaration means nothing (the rest: conformance).
+
+    The identity must name at least one SoC, each once; each frequency range must satisfy
+    min <= default <= max (item maxima >= min); the aic_metrics default must be a declared
+    group; every kernel_meta level key must be an op_debug_level "0".."4" (options.md §7.1).
+    """
+    socs = values.get("soc_versions") or ()
+    if not socs:
+        errors.append(("product.soc_versions", "expected at least one SoC version string, got []"))
+    dup = sorted({s for s in socs if list(socs).count(s) > 1})
+    if dup:
+        errors.append(("product.soc_versions", f"expected each SoC once, got {dup!r} twice"))
+    prof = values.get("profiling")
+    if prof is not None:
+        for option, rng in prof.frequencies.items():
+            where = f"profiling.frequencies.{option}"
+            if rng.min > rng.max:
+                errors.append((where, f"expected min <= max, got min={rng.min}, max={rng.max}"))
+            if rng.default is not None and not rng.min <= rng.default <= rng.max:
+                errors.append((f"{where}.default", f"expected a value in [{rng.min}, "
+                               f"{rng.max}], got {rng.default!r}"))
+            for item, item_max in rng.item_max.items():
+                if item_max < rng.min:
+                    errors.append((f"{where}.item_max.{item}",
+                                   f"expected a maximum >= min {rng.min}, got {item_max!r}"))
+        if prof.aic_metrics_default not in prof.aic_metrics:
+            errors.append(("profiling.aic_metrics_default",
+                           f"expected one of aic_metrics {list(prof.aic_metrics)}, "
+                           f"got {prof.aic_metrics_default!r}"))
+    debug = values.get("debug")
+    if debug is not None:
+        for level in debug.kernel_meta:
+            if level not in DEBUG_LEVELS:
+                errors.append((f"debug.kernel_meta.{level}",
+                               f"expected an op_debug_level key in {list(DEBUG_LEVELS)}, "
+                               f"got {level!r}"))
+
+
+_PLAIN = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+
+
 def _describe(hint: Any) -> str:
+    """A TOML-speaking name of a type hint: ``a list of strings``, ``a table of integers``."""
+    if hint in _PLAIN:
+        return _PLAIN[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " or ".join("nothing" if a is type(None) else _describe(a) for a in args)
+    if origin is tuple:
+        return "a list of " + _plural(args[0])
+    if origin is Mapping or origin is dict:
+        return "a table of " + _plural(args[1])
+    if isinstance(hint, type) and attrs.has(hint):
+        return f"a {hint.__name__} table (keys {', '.join(f.name for f in attrs.fields(hint))})"
     return str(hint).replace("typing.", "").replace("collections.abc.", "")
+
+
+def _plural(hint: Any) -> str:
+    text = _describe(hint)
+    for article in ("a list of ", "a table of "):
+        if text.startswith(article):
+            return text.replace("a ", "", 1).replace("list of", "lists of").replace(
+                "table of", "tables of")
+    if text.startswith(("a ", "an ")) and " " not in text.split(" ", 1)[1]:
+        return text.split(" ", 1)[1] + "s"
+    if text.startswith(("a ", "an ")):
+        return "tables like " + text
+    return text
 
 
 def _convert(value: Any, hint: Any, where: str, errors: list[tuple[str, str]]) -> Any:

@@ -36,6 +36,10 @@ def capability_value(product: Product, capability: str) -> Any:
     return current
 
 
+def _loose(text: str) -> str:
+    return text.lower().replace("-", "_")
+
+
 @attrs.frozen
 class ProductRegistry:
     """The products declared by the loaded plugins, in name order."""
@@ -58,27 +62,47 @@ class ProductRegistry:
     def get(self, name: str) -> Product:
         """The product called ``name``, or whose SoC version string is ``name``.
 
-        Unknown names raise :class:`UnknownProductError` with the closest names.
+        Lookup order: the exact product name, the exact SoC version string (``Ascend910B3``
+        is Atlas A2; ``Ascend910B`` without a digit is the old training family, options.md
+        §13.1), then the same ignoring case and ``-``/``_`` (``Atlas-A2``, ``ascend910b3``,
+        torch's ``Ascend910B4_1``) when that is unambiguous. Unknown names raise
+        :class:`UnknownProductError` with the closest names.
         """
+        if not isinstance(name, str):
+            raise UnknownProductError(repr(name), [], self.names())
         if name in self.products:
             return self.products[name]
         by_soc = self.by_soc_version(name)
         if by_soc is not None:
             return by_soc
+        loose = _loose(name)
+        matches = {p.name for p in self.products.values() if _loose(p.name) == loose}
+        matches |= {p.name for p in self.products.values()
+                    for s in p.soc_versions if _loose(s) == loose}
+        if len(matches) == 1:
+            return self.products[matches.pop()]
         candidates = list(self.products) + [s for p in self.products.values()
                                             for s in p.soc_versions]
-        close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
-        lowered = {c.lower(): c for c in candidates}
-        if name.lower() in lowered and lowered[name.lower()] not in close:
-            close.insert(0, lowered[name.lower()])
+        close = sorted(matches) or difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
         raise UnknownProductError(name, close, self.names())
 
     def by_soc_version(self, soc: str) -> Product | None:
-        """The product declaring the exact SoC version string ``soc`` (case-sensitive)."""
-        for product in self.products.values():
-            if soc in product.soc_versions:
-                return product
-        return None
+        """The product declaring the exact SoC version string ``soc`` (case-sensitive).
+
+        When a family and a card extending it both list a SoC, the family wins.
+        """
+        found = [p for p in self if soc in p.soc_versions]
+        if not found:
+            return None
+        return sorted(found, key=lambda p: (bool(p.extends), p.name))[0]
+
+    def soc_owners(self) -> dict[str, list[str]]:
+        """SoC version string -> the products declaring it (more than one is a conflict)."""
+        owners: dict[str, list[str]] = {}
+        for product in self:
+            for soc in product.soc_versions:
+                owners.setdefault(soc, []).append(product.name)
+        return owners
 
     def supporting(self, capability: str, value: Any = True) -> list[Product]:
         """The products that support ``value`` of ``capability``."""

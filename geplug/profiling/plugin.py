@@ -1,5 +1,80 @@
-"""Built-in profiling writer plugin (registered before any entry point)."""
+"""Built-in profiling writer plugin (registered before any entry point).
+
+Receives ``geplug_profile`` events (only while ``system.profiling_enabled``), keeps one
+:class:`~geplug.profiling.session.ProfilingSession` per system (keyed by ``system.id``) and
+finishes it in ``geplug_shutdown_system``: after that every file it wrote is complete.
+"""
 
 from __future__ import annotations
 
+import threading
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from geplug.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from geplug.events import ProfileEvent
+    from geplug.profiling.session import ProfilingSession
+    from geplug.runtime.system import System
+
+__all__ = ["GEPLUG_PLUGIN_API", "geplug_profile", "geplug_shutdown_system", "session_for"]
+
 GEPLUG_PLUGIN_API = 1
+
+_sessions: dict[int, ProfilingSession | None] = {}
+"""system.id -> its session (``None``: collection refused, e.g. the disk was full at start)."""
+_lock = threading.Lock()
+
+
+def session_for(system: System) -> ProfilingSession | None:
+    """The session of ``system``, started on first use (``None`` when nothing is collected)."""
+    try:
+        return _sessions[system.id]
+    except KeyError:
+        pass
+    with _lock:
+        if system.id in _sessions:
+            return _sessions[system.id]
+        _sessions[system.id] = session = _start(system)
+        return session
+
+
+def _start(system: System) -> ProfilingSession | None:
+    import os
+
+    from geplug.profiling import storage
+    from geplug.profiling.options import Effective
+    from geplug.profiling.session import ProfilingSession
+
+    eff = Effective.from_config(system.config, system.product)
+    if storage.disk_free(eff.output_root) <= storage.LOW_DISK_MB * storage.MB:
+        warnings.warn(
+            storage.ProfilingStorageWarning(
+                f"profiling not collected: the disk of {eff.output_root!r} has 20 MB or less "
+                "free; free disk space or set profiling_options.output to another disk"
+            ),
+            stacklevel=4,
+        )
+        return None
+    os.makedirs(eff.output_root, exist_ok=True)
+    return ProfilingSession(system, eff)
+
+
+@hookimpl
+def geplug_profile(event: ProfileEvent) -> None:
+    """Stream ``event`` into its system's ``PROF_*`` directory."""
+    run: Any = getattr(event, "run", None)
+    system = run.system if run is not None else event.system  # type: ignore[union-attr]
+    session = _sessions.get(system.id) if system.id in _sessions else session_for(system)
+    if session is not None:
+        session.handle(event)
+
+
+@hookimpl
+def geplug_shutdown_system(system: System) -> None:
+    """Finish the system's collection: every summary written, every file complete."""
+    with _lock:
+        session = _sessions.pop(system.id, None)
+    if session is not None:
+        session.close()

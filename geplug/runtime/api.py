@@ -39,20 +39,21 @@ def initialize_system(
     does not allow it, and :class:`BackendError` naming every backend asked and why it passed.
     The returned system is also a context manager that shuts itself down.
     """
-    from geplug.config import check, load_config, resolve
+    from geplug.config import check, resolve
+    from geplug.config.parse import parse_source
     from geplug.plugin import get_manager
     from geplug.products.schema import Product
     from geplug.runtime.rank import read_rank_info
 
     manager = manager if manager is not None else get_manager()
     env = dict(os.environ if env is None else env)
-    cfg = load_config(config)
+    cfg, problems = parse_source(config)
     if isinstance(product, Product):
         prod = product
     else:
         name = product or cfg.soc_version or DEFAULT_PRODUCT
         prod = manager.products().get(str(name))
-    problems = check(cfg, prod, env=env, for_initialize_system=True)
+    problems = problems + check(cfg, prod, env=env, for_initialize_system=True)
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})")
     resolved = resolve(cfg, prod, env=env)

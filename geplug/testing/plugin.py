@@ -1,40 +1,75 @@
 """pytest plugin: fixtures over the installed products, shared by geplug and vendors.
 
-- ``product``: parametrised over every installed product (tests run once per product that
-  the environment has; skipped when none is installed).
+Registered through the ``pytest11`` entry point of the core, so it is active wherever geplug
+is installed:
+
+- ``product``: parametrised over every installed product (tests run once per product the
+  environment has; skipped when none is installed). Test ids are the product names.
 - ``@pytest.mark.product_capability("profiling.aic_metrics", "MemoryAccess")``: limits the
-  ``product`` parametrisation to products supporting that value.
+  ``product`` parametrisation to products supporting that value (several markers combine).
 - ``fresh_manager``: a freshly loaded :class:`~geplug.plugin.PluginManager`, installed as the
   process-wide manager for the test and dropped afterwards.
 - :func:`require_product`: the named product, or a skip when it is not installed.
+- ``fake_distribution``: write a fake installed distribution (``*.dist-info`` plus source)
+  and put it first on ``sys.path``; its modules are forgotten afterwards.
+- ``conformance_product`` and ``--geplug-conformance=NAME[,NAME]``: the conformance suite of
+  :mod:`geplug.testing.conformance` over the named products.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import functools
+import importlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-__all__ = ["require_product"]
+if TYPE_CHECKING:
+    from geplug.plugin import PluginManager
+    from geplug.products import Product, ProductRegistry
+
+__all__ = ["installed_products", "installed_registry", "require_product"]
+
+CONFORMANCE_OPTION = "--geplug-conformance"
+CONFORMANCE_ATTR = "GEPLUG_CONFORMANCE"
+"""Module-level name a vendor's test module sets to the product(s) under test."""
 
 
-def _installed_products() -> list[Any]:
+@functools.lru_cache(maxsize=1)
+def installed_registry() -> ProductRegistry:
+    """The products of the installed plugins (loaded once per test session, warnings muted)."""
     import warnings
 
     from geplug.plugin import PluginManager
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return list(PluginManager().load().products())
+        return PluginManager().load().products()
 
 
-def require_product(name: str) -> Any:
+def installed_products() -> list[Product]:
+    """The installed products, in name order."""
+    return list(installed_registry())
+
+
+def require_product(name: str) -> Product:
     """The installed product ``name``; skips the calling test when it is not installed."""
-    for product in _installed_products():
-        if product.name == name:
-            return product
+    registry = installed_registry()
+    if name in registry:
+        return registry.get(name)
     pytest.skip(f"product {name!r} is not installed in this environment")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("geplug")
+    group.addoption(
+        CONFORMANCE_OPTION, action="store", default=None, metavar="NAME[,NAME]",
+        help="run geplug's product conformance suite on these installed products "
+             "('all' = every installed product)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,12 +78,39 @@ def pytest_configure(config: pytest.Config) -> None:
         "product_capability(capability, value=True): parametrise `product` only over products "
         "supporting value of the dotted capability",
     )
+    if config.getoption(CONFORMANCE_OPTION, None):
+        from geplug.testing import conformance
+
+        path = str(conformance.__file__)
+        if path not in config.args:
+            config.args.append(path)
+
+
+def _conformance_names(metafunc: pytest.Metafunc) -> list[str] | None:
+    option = metafunc.config.getoption(CONFORMANCE_OPTION, None)
+    if option and option != "all":
+        return [n.strip() for n in str(option).split(",") if n.strip()]
+    declared = getattr(metafunc.module, CONFORMANCE_ATTR, None)
+    if isinstance(declared, str):
+        return [declared]
+    if declared:
+        return list(declared)
+    return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "conformance_product" in metafunc.fixturenames:
+        names = _conformance_names(metafunc)
+        if names is None:
+            names = [p.name for p in installed_products()]
+        if not names:
+            metafunc.parametrize("conformance_product", [pytest.param(
+                None, marks=pytest.mark.skip(reason="no product plugin installed"))])
+        else:
+            metafunc.parametrize("conformance_product", names, ids=names, indirect=True)
     if "product" not in metafunc.fixturenames:
         return
-    products = _installed_products()
+    products = installed_products()
     for marker in metafunc.definition.iter_markers("product_capability"):
         capability = marker.args[0]
         value = marker.args[1] if len(marker.args) > 1 else marker.kwargs.get("value", True)
@@ -63,7 +125,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def fresh_manager() -> Iterator[Any]:
+def conformance_product(request: pytest.FixtureRequest) -> Product:
+    """The product under conformance test (an error, not a skip, when it is not installed)."""
+    return installed_registry().get(request.param)
+
+
+@pytest.fixture
+def fresh_manager() -> Iterator[PluginManager]:
     """A newly loaded plugin manager, also the process-wide one for this test."""
     from geplug.plugin import PluginManager, reset_manager
 
@@ -71,3 +139,36 @@ def fresh_manager() -> Iterator[Any]:
     reset_manager(manager)
     yield manager
     reset_manager(None)
+
+
+@pytest.fixture
+def fake_distribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Path]]:
+    """``make(name, version=..., entry_points={...}, files={...}, path=None) -> root``.
+
+    Each call writes one distribution (see :func:`geplug.testing.fakedist.write_distribution`)
+    in its own directory and prepends it to ``sys.path``; ``path`` adds an existing source
+    directory too (to "install" a package from a checkout). Modules imported from those
+    directories are removed from ``sys.modules`` after the test.
+    """
+    from geplug.testing.fakedist import write_distribution
+
+    roots: list[str] = []
+    before = set(sys.modules)
+
+    def make(name: str, *, path: str | Path | None = None, **kwargs: object) -> Path:
+        root = write_distribution(tmp_path / f"site-{len(roots)}", name, **kwargs)  # type: ignore[arg-type]
+        for entry in ([str(path)] if path is not None else []) + [str(root)]:
+            monkeypatch.syspath_prepend(entry)
+            roots.append(entry)
+        importlib.invalidate_caches()
+        return root
+
+    yield make
+    for mod_name in set(sys.modules) - before:
+        module = sys.modules.get(mod_name)
+        origin = str(getattr(module, "__file__", "") or "")
+        if any(origin.startswith(r) for r in roots):
+            del sys.modules[mod_name]
+    importlib.invalidate_caches()

@@ -7,10 +7,12 @@ from importlib.resources import files
 from geplug import hookimpl
 from geplug.products import Declaration, declare
 
+__all__ = ["GEPLUG_PLUGIN_API", "geplug_capabilities"]
+
 GEPLUG_PLUGIN_API = 1
 
 
 @hookimpl
 def geplug_capabilities() -> list[Declaration]:
-    """The Atlas A2 declaration."""
+    """The atlas_a2 declaration (family ``910b``)."""
     return [declare(files("geplug_atlas_a2") / "capabilities.toml")]

@@ -1,0 +1,193 @@
+"""``geplug check``, ``geplug resolve`` and ``geplug export``: session options from the shell.
+
+Exit codes: 0 no error, 1 errors found, 2 usage errors (argparse, unknown product).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_parser"]
+
+EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+
+
+def _inputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", metavar="CONFIG",
+                        help="TOML file whose keys are option names (a .json file is read as a "
+                             "GE option map)")
+    parser.add_argument("--ge-options", metavar="FILE.json",
+                        help="read a GE option map (JSON object of ge.* keys) instead")
+    parser.add_argument("--atc", metavar='"ARGS"',
+                        help='read ATC arguments instead, e.g. --atc "--precision_mode=force_fp16"')
+    parser.add_argument("--product", metavar="P", help="product name or SoC version string")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``check``, ``resolve`` and ``export`` to the ``geplug`` sub-commands."""
+    p = subparsers.add_parser("check", help="check a session configuration against products",
+                              description="Report every problem of a configuration at once.")
+    _inputs(p)
+    p.add_argument("--all-products", action="store_true",
+                   help="check against every installed product (a matrix)")
+    p.add_argument("--for-initialize-system", action="store_true",
+                   help="also require initialize_system support")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=_check_cmd)
+
+    p = subparsers.add_parser("resolve", help="show the effective values and their sources")
+    _inputs(p)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=_resolve_cmd)
+
+    p = subparsers.add_parser("export", help="export to GE / TF / ATC / torch_npu form")
+    _inputs(p)
+    p.add_argument("--to", required=True, choices=("ge", "tf", "atc", "torch_npu", "torch"))
+    p.set_defaults(func=_export_cmd)
+
+
+def _usage(message: str) -> int:
+    print(f"geplug: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _read(args: argparse.Namespace) -> tuple[Any, list[Any]] | None:
+    from geplug.config import parse
+
+    given = [x for x in (args.config, args.ge_options, args.atc) if x]
+    if len(given) != 1:
+        return None
+    if args.ge_options:
+        try:
+            with open(args.ge_options, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError) as exc:
+            from geplug.config.model import SessionConfig
+            from geplug.config.problems import Problem
+
+            return SessionConfig(front_end="ge"), [Problem(
+                option=args.ge_options, value=args.ge_options, severity="error",
+                message=f"cannot read the GE option map: {exc}",
+                hint="give a JSON object of GE keys to string values")]
+        return parse.parse_ge_options(data)
+    if args.atc:
+        return parse.parse_atc_args(args.atc)
+    return parse.parse_source(args.config)
+
+
+def _products(args: argparse.Namespace, config: Any, *, allow_all: bool) -> list[Any] | None:
+    from geplug.plugin import get_manager
+
+    registry = get_manager().products()
+    if allow_all and getattr(args, "all_products", False):
+        return list(registry)
+    name = args.product or config.soc_version
+    if not name:
+        return None
+    return [registry.get(name)]
+
+
+def _print_problems(problems: list[Any], stream: Any) -> None:
+    for p in problems:
+        print(f"  {p.severity}: {p.render()}", file=stream)
+
+
+def _check_cmd(args: argparse.Namespace) -> int:
+    from geplug.config import check
+
+    read = _read(args)
+    if read is None:
+        return _usage("give exactly one of CONFIG, --ge-options FILE or --atc ARGS")
+    config, parse_problems = read
+    products = _products(args, config, allow_all=True)
+    if products is None:
+        return _usage("name a product with --product P (or use --all-products)")
+    results = []
+    for product in products:
+        problems = parse_problems + check(config, product,
+                                          for_initialize_system=args.for_initialize_system)
+        errors = sum(p.severity == "error" for p in problems)
+        results.append((product, problems, errors))
+    failed = any(errors for _, _, errors in results)
+    if args.format == "json":
+        objects = [{
+            "product": product.name,
+            "ok": errors == 0,
+            "errors": errors,
+            "warnings": len(problems) - errors,
+            "problems": [p.to_json() for p in problems],
+        } for product, problems, errors in results]
+        if len(objects) == 1 and not args.all_products:
+            print(json.dumps(objects[0], indent=2))
+        else:
+            print(json.dumps({"products": objects,
+                              "accepted": [o["product"] for o in objects if o["ok"]]}, indent=2))
+    else:
+        for product, problems, errors in results:
+            warnings = len(problems) - errors
+            verdict = "accepted" if errors == 0 else "rejected"
+            print(f"{product.name}: {verdict} ({errors} error(s), {warnings} warning(s))")
+            _print_problems(problems, sys.stdout)
+    return EXIT_FINDING if failed else EXIT_OK
+
+
+def _resolved(args: argparse.Namespace) -> tuple[Any, Any] | int:
+    from geplug.config import check, resolve
+
+    read = _read(args)
+    if read is None:
+        return _usage("give exactly one of CONFIG, --ge-options FILE or --atc ARGS")
+    config, problems = read
+    products = _products(args, config, allow_all=False)
+    if products is None:
+        return _usage("name a product with --product P")
+    product = products[0]
+    problems = problems + check(config, product)
+    if any(p.severity == "error" for p in problems):
+        print(f"geplug: the configuration has errors on {product.name}:", file=sys.stderr)
+        _print_problems(problems, sys.stderr)
+        return EXIT_FINDING
+    _print_problems([p for p in problems if p.severity == "warning"], sys.stderr)
+    return config, product, resolve(config, product)
+
+
+def _resolve_cmd(args: argparse.Namespace) -> int:
+    got = _resolved(args)
+    if isinstance(got, int):
+        return got
+    _, _, resolved = got
+    data = resolved.to_json()
+    if args.format == "json":
+        print(json.dumps(data, indent=2, default=str))
+        return EXIT_OK
+    print(f"product: {resolved.product}  run mode: {resolved.run_mode}")
+    for name, value in data["config"].items():
+        if value is None or name == "front_end":
+            continue
+        source = resolved.source(name)
+        if isinstance(value, dict):
+            value = json.dumps({k: v for k, v in value.items() if v is not None})
+        print(f"  {name} = {value!r}" + (f"  ({source})" if source else ""))
+    for name in ("device_id", "dump_root", "profiling_output", "kernel_meta_dir",
+                 "exception_dump_level", "exception_dump_dir", "op_debug_items",
+                 "impl_default", "impl_by_op_type", "impl_by_node", "mixlist_overrides"):
+        value = data[name]
+        if value in (None, (), [], {}):
+            continue
+        source = resolved.source(name)
+        print(f"  {name} = {value!r}" + (f"  ({source})" if source else ""))
+    return EXIT_OK
+
+
+def _export_cmd(args: argparse.Namespace) -> int:
+    from geplug.config import export
+
+    got = _resolved(args)
+    if isinstance(got, int):
+        return got
+    config, product, _ = got
+    sys.stdout.write(export(config, product, args.to))
+    return EXIT_OK

@@ -1,0 +1,247 @@
+"""``geplug dump``: list, show, convert and compare data dumps (ls / show / convert / compare).
+
+Heavy imports (numpy, protobuf) happen inside the command functions so ``geplug --help``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``dump`` command and its sub-commands to the ``geplug`` parser."""
+    parser = subparsers.add_parser(
+        "dump", help="list, show, convert and compare data / overflow / exception dumps",
+        description="Read the dump files geplug (or the real CANN stack) writes.",
+    )
+    sub = parser.add_subparsers(dest="dump_command", metavar="SUBCOMMAND")
+    parser.set_defaults(func=lambda args: _usage(parser))
+
+    ls = sub.add_parser("ls", help="steps, ops, tensors and sizes of a dump tree")
+    ls.add_argument("path", help="a dump_path, any directory below it, or one dump file")
+    ls.add_argument("--format", choices=("text", "json"), default="text")
+    ls.set_defaults(func=cmd_ls)
+
+    show = sub.add_parser("show", help="header and per-tensor statistics of one dump file")
+    show.add_argument("file")
+    show.add_argument("--format", choices=("text", "json"), default="text")
+    show.set_defaults(func=cmd_show)
+
+    convert = sub.add_parser("convert", help="write every tensor as .npy files or one .npz "
+                             "per dump file")
+    convert.add_argument("path", help="a dump tree or one dump file")
+    convert.add_argument("--to", choices=("npy", "npz"), default="npy")
+    convert.add_argument("--out", required=True, help="output directory (created)")
+    convert.set_defaults(func=cmd_convert)
+
+    compare = sub.add_parser(
+        "compare", help="compare two dump trees op by op; highlights the first op over the "
+        "threshold")
+    compare.add_argument("a", help="the run to check")
+    compare.add_argument("b", help="the reference run")
+    compare.add_argument("--threshold", type=float, default=0.99,
+                         help="minimum cosine similarity (default 0.99)")
+    compare.add_argument("--rel-threshold", type=float, default=None,
+                         help="also fail a tensor whose max relative error exceeds this")
+    compare.add_argument("--format", choices=("text", "json"), default="text")
+    compare.set_defaults(func=cmd_compare)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    """``geplug dump ls PATH``."""
+    from geplug.dump.reader import iter_dump_tree, read_header
+    from geplug.dump.schema import OUTPUT_DATA_TYPES
+
+    rows: list[dict[str, Any]] = []
+    for entry in iter_dump_tree(args.path):
+        header, _, size = read_header(entry.path)
+
+        def desc(items: Any) -> list[str]:
+            return [
+                OUTPUT_DATA_TYPES.get(int(t.data_type), str(t.data_type)).removeprefix("DT_")
+                + "[" + ",".join(str(d) for d in t.shape.dim) + "]"
+                for t in items
+            ]
+
+        rows.append({
+            "dir": os.path.dirname(entry.path), "file": entry.name, "step": entry.step,
+            "model_name": entry.model_name, "op_name": header.op_name,
+            "op_type": entry.parsed.op_type, "task_id": entry.parsed.task_id,
+            "stream_id": entry.parsed.stream_id, "overflow": entry.is_overflow,
+            "inputs": desc(header.input), "outputs": desc(header.output),
+            "spaces": len(header.space), "size": size,
+        })
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no dump files under {args.path}")
+        return 0
+    current = None
+    total = 0
+    for row in rows:
+        if row["dir"] != current:
+            current = row["dir"]
+            in_dir = [r for r in rows if r["dir"] == current]
+            step = f"step {row['step']}" if row["step"] is not None else "files"
+            print(f"{current}  ({step}: {len(in_dir)} files, "
+                  f"{_human(sum(r['size'] for r in in_dir))})")
+        kind = "OVERFLOW " if row["overflow"] else ""
+        tensors = ""
+        if row["inputs"]:
+            tensors += " in " + " ".join(row["inputs"])
+        if row["outputs"]:
+            tensors += " out " + " ".join(row["outputs"])
+        if row["spaces"]:
+            tensors += f" space x{row['spaces']}"
+        print(f"  task {row['task_id']:>5}  {kind}{row['op_type']:<14} {row['op_name']:<30}"
+              f"{tensors}  {_human(row['size'])}")
+        total += row["size"]
+    print(f"{len(rows)} files, {_human(total)}")
+    return 0
+
+
+def _tensor_info(t: Any) -> dict[str, Any]:
+    from geplug.dump.stats import tensor_stats
+
+    info: dict[str, Any] = {
+        "tensor": t.label, "dtype": t.dtype, "format": t.format, "shape": list(t.shape),
+        "size": t.size,
+    }
+    if t.kind in ("input", "output") and t.array is not None and t.array.size:
+        info.update(tensor_stats(t.array))
+    return info
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """``geplug dump show FILE``."""
+    from geplug.dump.reader import read_dump, read_mapping
+
+    directory, base = os.path.split(os.path.abspath(args.file))
+    dump = read_dump(args.file, name=read_mapping(directory).get(base, base))
+    record = dump.overflow_record()
+    tensors = [_tensor_info(t) for t in dump.tensors]
+    if args.format == "json":
+        data = {"file": dump.path, "name": dump.name, "header": dump.header_json(),
+                "header_len": dump.header_len, "file_size": dump.file_size,
+                "tensors": _finite_json(tensors)}
+        if record is not None:
+            data["overflow_record"] = {"layout": record.layout, "version": record.version,
+                                       "acc_type": record.acc_type, **record.fields}
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"file:        {dump.path}")
+    if dump.name != os.path.basename(dump.path):
+        print(f"name:        {dump.name} (from mapping.csv)")
+    print(f"op_name:     {dump.op_name}")
+    print(f"version:     {dump.header.version}")
+    print(f"dump_time:   {dump.dump_time}")
+    print(f"header:      {dump.header_len} bytes; file {dump.file_size} bytes")
+    if dump.header.dfx_message:
+        print("dfx_message:")
+        for line in str(dump.header.dfx_message).splitlines():
+            print(f"  {line}")
+    if record is not None:
+        print(f"overflow record ({record.layout} layout, version {record.version}, "
+              f"acc_type {record.acc_type}):")
+        for key, value in record.fields.items():
+            print(f"  {key:<11} {value}")
+    print(f"{'tensor':<10} {'dtype':<9} {'format':<10} {'shape':<18} {'size':>10} "
+          f"{'min':>11} {'max':>11} {'mean':>11} {'nan':>6} {'inf':>6}")
+    for info in tensors:
+        shape = "[" + ",".join(str(d) for d in info["shape"]) + "]"
+        stats = ""
+        if "min" in info:
+            stats = (f"{info['min']:>11.5g} {info['max']:>11.5g} {info['mean']:>11.5g} "
+                     f"{info['nan']:>6} {info['pos_inf'] + info['neg_inf']:>6}")
+        print(f"{info['tensor']:<10} {info['dtype']:<9} {info['format']:<10} {shape:<18} "
+              f"{info['size']:>10} {stats}")
+    return 0
+
+
+def _finite_json(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    import math
+
+    return [
+        {k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v)
+         for k, v in item.items()}
+        for item in items
+    ]
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """``geplug dump convert PATH --to npy|npz --out DIR``; bfloat16 is written as float32
+    (lossless; .npy has no bfloat16 type), like the reference reader does."""
+    import numpy as np
+
+    from geplug.dump.fileio import ensure_dir
+    from geplug.dump.reader import iter_dump_tree
+
+    root = args.path if os.path.isdir(args.path) else os.path.dirname(os.path.abspath(args.path))
+    count = files = 0
+    for entry in iter_dump_tree(args.path):
+        dump = entry.read()
+        rel = os.path.relpath(os.path.dirname(entry.path), root)
+        out_dir = ensure_dir(os.path.normpath(os.path.join(args.out, rel)))
+        arrays: dict[str, Any] = {}
+        for t in dump.tensors:
+            if t.array is None:
+                continue
+            arr = t.array
+            if arr.dtype.name in ("bfloat16", "float8_e5m2", "float8_e4m3fn"):
+                arr = arr.astype(np.float32)
+            arrays[f"{t.kind}_{t.index}"] = arr
+        if args.to == "npz":
+            target = os.path.join(out_dir, entry.name + ".npz")
+            _save(target, lambda fh, a=arrays: np.savez(fh, **a))
+            count += len(arrays)
+        else:
+            for key, arr in arrays.items():
+                kind, index = key.split("_")
+                target = os.path.join(out_dir, f"{entry.name}.{kind}.{index}.npy")
+                _save(target, lambda fh, a=arr: np.save(fh, a))
+                count += 1
+        files += 1
+    print(f"converted {files} dump files into {count} arrays under {args.out}")
+    return 0
+
+
+def _save(target: str, write: Any) -> None:
+    tmp = target + ".tmp"
+    with open(tmp, "wb") as fh:
+        write(fh)
+    os.replace(tmp, target)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``geplug dump compare A B``: exit 1 when an op is over the threshold."""
+    from geplug.dump.compare import compare_trees
+
+    report = compare_trees(args.a, args.b, threshold=args.threshold,
+                           rel_threshold=args.rel_threshold)
+    if args.format == "json":
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        sys.stdout.write(report.render())
+    return 1 if report.first_failure is not None else 0

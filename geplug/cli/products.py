@@ -1,0 +1,137 @@
+"""``geplug products``, ``geplug describe PRODUCT`` and ``geplug plugins``.
+
+Cheap to import (only argparse at module level): the CLI imports every command module at
+start, and ``geplug products`` must start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["NO_PRODUCTS", "add_parser"]
+
+NO_PRODUCTS = (
+    "no product plugin is installed, so geplug knows no product. Install one, e.g. "
+    "`pip install geplug-atlas-a2` (from a checkout: `pip install -e plugins/atlas_a2`); "
+    "`geplug plugins` shows what was found and why anything was skipped"
+)
+"""What every product command says when discovery finds no product."""
+
+EXIT_OK, EXIT_FINDING = 0, 1
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register the three commands on the CLI's sub-parser set."""
+    p = subparsers.add_parser(
+        "products", help="list the installed products",
+        description="List the products declared by the installed plugins.",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=cmd_products)
+
+    p = subparsers.add_parser(
+        "describe", help="show every capability of a product",
+        description="Show every capability of a product, grouped by capabilities.toml "
+                    "section. PRODUCT is a product name or a SoC version string.",
+    )
+    p.add_argument("product", metavar="PRODUCT", help="e.g. atlas_a2 or Ascend910B3")
+    p.add_argument("--json", action="store_true", help="print the full record as JSON")
+    p.set_defaults(func=cmd_describe)
+
+    p = subparsers.add_parser(
+        "plugins", help="show loaded, skipped and disabled plugins",
+        description="Show every plugin found (built-in and entry point): loaded, skipped "
+                    "(and why) or disabled by GEPLUG_DISABLE_PLUGINS. Exits 1 when a plugin "
+                    "was skipped or two plugins conflict.",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=cmd_plugins)
+
+
+def _dump_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows
+    ) + "\n"
+
+
+def cmd_products(args: argparse.Namespace) -> int:
+    """``geplug products [--json]``: one line per product; exit 1 when there is none."""
+    from geplug.plugin import get_manager
+    from geplug.products.jsonable import product_summary
+
+    registry = get_manager().products()
+    products = list(registry)
+    if args.json:
+        _dump_json([product_summary(p) for p in products])
+    if not products:
+        print(f"geplug: {NO_PRODUCTS}", file=sys.stderr)
+        return EXIT_FINDING
+    if not args.json:
+        rows = [("NAME", "DISPLAY NAME", "FAMILY", "SOC VERSIONS", "INITIALIZE_SYSTEM",
+                 "DISTRIBUTION")]
+        rows += [
+            (p.name, p.display_name, p.family_id, ", ".join(p.soc_versions),
+             "yes" if p.runtime.initialize_system else "no", p.distribution or "—")
+            for p in products
+        ]
+        sys.stdout.write(_table(rows))
+    return EXIT_OK
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    """``geplug describe PRODUCT [--json]``: every capability of one product."""
+    from geplug.plugin import get_manager
+    from geplug.products.describe import describe_product
+    from geplug.products.jsonable import to_jsonable
+
+    registry = get_manager().products()
+    product = registry.get(args.product)  # UnknownProductError -> exit 2 with close names
+    if args.json:
+        _dump_json(to_jsonable(product))
+    else:
+        sys.stdout.write(describe_product(product, registry))
+    return EXIT_OK
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """``geplug plugins [--json]``: the load report; exit 1 if a plugin was skipped."""
+    import warnings
+
+    from geplug.plugin import get_manager
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the report below names every skipped plugin
+        manager = get_manager()
+        report = manager.report()
+    conflict = manager.conflict
+    skipped = [r for r in report if r.status == "skipped"]
+    if args.json:
+        _dump_json({
+            "plugins": [r.to_json() for r in report],
+            "conflict": str(conflict) if conflict else None,
+        })
+    else:
+        rows = [("NAME", "STATUS", "ORIGIN", "DISTRIBUTION", "VERSION", "PROVIDES")]
+        for r in report:
+            provides = ", ".join(r.products) or ", ".join(
+                h.removeprefix("geplug_") for h in r.hooks) or "—"
+            rows.append((r.name, r.status, r.origin, r.distribution or "—", r.version or "—",
+                         provides))
+        sys.stdout.write(_table(rows))
+        for r in report:
+            if r.reason:
+                print(f"\n{r.name} ({r.provider}) {r.status}: {r.reason}")
+        if not any(r.products for r in report):
+            print(f"\n{NO_PRODUCTS}")
+    if conflict is not None:
+        print(f"geplug: error: {conflict}", file=sys.stderr)
+    return EXIT_FINDING if skipped or conflict is not None else EXIT_OK

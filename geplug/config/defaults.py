@@ -1,0 +1,63 @@
+"""Front-end and product defaults shared by the checker and the resolver (options.md §12)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from geplug.config.resolved import Source
+
+if TYPE_CHECKING:
+    from geplug.config.model import SessionConfig
+    from geplug.products.schema import Product
+
+__all__ = [
+    "PRECISION_MODES",
+    "PRECISION_MODES_V2",
+    "default_exception_dump",
+    "default_precision",
+    "graph_run_mode",
+]
+
+PRECISION_MODES = (
+    "force_fp32", "cube_fp16in_fp32out", "allow_fp32_to_fp16", "force_fp16",
+    "must_keep_origin_dtype", "allow_mix_precision", "allow_mix_precision_fp16",
+    "allow_mix_precision_bf16", "allow_fp32_to_bf16",
+)
+"""Every precision_mode value of any layer (options.md §5.1)."""
+PRECISION_MODES_V2 = (
+    "fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16", "cube_hif8",
+    "mixed_hif8",
+)
+"""Every precision_mode_v2 value of any layer (options.md §5.2)."""
+
+_RUN_MODE_DEFAULT = {"tf": 1, "python": 1, "torch": 1, "ge": 0, "atc": 0}
+_EXCEPTION_DEFAULT = {"tf": 2, "python": 2, "torch": 0, "ge": 0, "atc": 0}
+
+
+def graph_run_mode(config: SessionConfig, product: Product) -> tuple[int, str]:
+    """The effective graph_run_mode and its source.
+
+    The user's value; else by front end (TF 1, GE 0, ATC 0 - policy §12); a product without
+    training (``runtime.training`` false) defaults to 0.
+    """
+    if config.graph_run_mode is not None:
+        return config.graph_run_mode, Source.USER
+    value = _RUN_MODE_DEFAULT.get(config.front_end, 1)
+    if value == 1 and not product.runtime.training:
+        return 0, Source.PRODUCT_DEFAULT
+    return value, Source.BUILTIN_DEFAULT
+
+
+def default_exception_dump(front_end: str) -> int:
+    """enable_exception_dump default: TF-session API 2, GE-level API (and ATC) 0 (§8, §12)."""
+    return _EXCEPTION_DEFAULT.get(front_end, 2)
+
+
+def default_precision(product: Product, run_mode: int, front_end: str = "tf") -> str:
+    """The product's precision_mode (v1) default for the run mode (options.md §5.3);
+    torch_npu has its own per-product default (``precision.torch_default``)."""
+    if front_end == "torch" and product.precision.torch_default:
+        return product.precision.torch_default
+    if run_mode == 1 and product.precision.default_training:
+        return product.precision.default_training
+    return product.precision.default_inference

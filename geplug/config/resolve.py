@@ -1,0 +1,255 @@
+"""What the real stack would do with a config on a product: every effective value + its source.
+
+Priorities follow options.md §3.1 (profiling), §5.3 (precision defaults), §7.3 and
+formats.md §5 (kernel_meta), §8 and formats.md §4 (exception dump), §9 (implementation modes),
+§14 (environment). Resolution never raises for a config :func:`geplug.config.check` accepts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from geplug.config.defaults import default_exception_dump, default_precision, graph_run_mode
+from geplug.config.model import ProfilingOptions, SessionConfig
+from geplug.config.options import OPTION_ORDER
+from geplug.config.resolved import ResolvedConfig, Source
+from geplug.products.schema import Product
+
+__all__ = ["default_profiling_options", "resolve"]
+
+NPU_COLLECT_DEBUG_ITEMS = ("dump_cce", "dump_loc", "ccec_g")
+"""FE's internal op_debug_config with NPU_COLLECT_PATH and no config (options.md §7.2 lists
+``dump_bin,dump_cce,dump_loc,ccec_g``; ``dump_bin`` keeps .o/.json, which the others keep too)."""
+
+
+def default_profiling_options(product: Product, run_mode: int) -> ProfilingOptions:
+    """The TF adapter's default JSON when profiling is on without options (2026 form, §3.1).
+
+    geplug deviations, documented: ``aic_metrics`` is the product's default group (310b:
+    PipelineExecuteUtilization), and ``training_trace`` is left out in online inference and on
+    products without an iteration trace, where the real stack does not support it (R21).
+    """
+    fields: dict[str, str] = {"output": "./"}
+    if run_mode == 1 and product.profiling.training_trace:
+        fields["training_trace"] = "on"
+    fields.update(task_time="on", hccl="on", aicpu="on",
+                  aic_metrics=product.profiling.aic_metrics_default, msproftx="off")
+    return ProfilingOptions(**fields)
+
+
+def _int_env(env: Mapping[str, str], name: str) -> int | None:
+    raw = (env.get(name) or "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+def resolve(
+    config: SessionConfig,
+    product: Product,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> ResolvedConfig:
+    """The effective configuration of ``config`` on ``product``, with ``sources``.
+
+    ``env`` defaults to ``os.environ``, ``cwd`` to the current directory. Contract for the
+    simulator: exactly one of ``precision_mode``/``precision_mode_v2`` is set afterwards (the
+    user's, else ``precision_mode`` = the product default for the run mode).
+    """
+    env = os.environ if env is None else env
+    cwd = os.path.abspath(os.getcwd() if cwd is None else cwd)
+    c = config
+    sources: dict[str, str] = {n: Source.USER for n in OPTION_ORDER if getattr(c, n) is not None}
+    new: dict[str, Any] = {}
+
+    def fill(name: str, value: Any, source: str) -> None:
+        if getattr(c, name) is None:
+            new[name] = value
+            sources[name] = source
+
+    run_mode, run_src = graph_run_mode(c, product)
+    fill("graph_run_mode", run_mode, run_src)
+
+    # precision (§5.3)
+    if c.precision_mode is None and c.precision_mode_v2 is None:
+        fill("precision_mode", default_precision(product, run_mode, c.front_end),
+             Source.PRODUCT_DEFAULT)
+    elif c.precision_mode is not None and c.precision_mode_v2 is not None:
+        new["precision_mode_v2"] = None  # invalid (E10056); keep v1 so the contract holds
+        sources.pop("precision_mode_v2", None)
+
+    # profiling (§3.1, §14)
+    profiling_on = c.profiling_mode
+    if profiling_on is None:
+        if (env.get("PROFILING_MODE") or "").lower() == "true":
+            profiling_on = True
+            fill("profiling_mode", True, Source.env("PROFILING_MODE"))
+        else:
+            profiling_on = False
+            fill("profiling_mode", False, Source.BUILTIN_DEFAULT)
+    opts = c.profiling_options
+    profiling_output = None
+    if profiling_on:
+        if opts is None:
+            from geplug.config.parse import parse_profiling_options
+
+            env_opts, problems = (None, [])
+            if c.profiling_mode is None and env.get("PROFILING_OPTIONS"):
+                env_opts, problems = parse_profiling_options(env["PROFILING_OPTIONS"])
+            if env_opts is not None and not any(p.severity == "error" for p in problems):
+                opts, source = env_opts, Source.env("PROFILING_OPTIONS")
+            else:
+                opts, source = default_profiling_options(product, run_mode), \
+                    Source.BUILTIN_DEFAULT
+                opts = attrs.evolve(opts, output=None)
+            fill("profiling_options", opts, source)
+        if opts.output:
+            profiling_output = os.path.abspath(os.path.join(cwd, opts.output))
+            out_src = sources.get("profiling_options", Source.USER)
+        elif env.get("ASCEND_WORK_PATH"):
+            profiling_output = os.path.abspath(os.path.join(cwd, env["ASCEND_WORK_PATH"]))
+            out_src = Source.env("ASCEND_WORK_PATH")
+        else:
+            profiling_output, out_src = cwd, Source.BUILTIN_DEFAULT
+        opts = attrs.evolve(opts, output=profiling_output)
+        new["profiling_options"] = opts
+        sources["profiling_output"] = out_src
+
+    # dump (§4)
+    fill("enable_dump", False, Source.BUILTIN_DEFAULT)
+    fill("enable_dump_debug", False, Source.BUILTIN_DEFAULT)
+    fill("dump_mode", "output", Source.BUILTIN_DEFAULT)
+    fill("dump_debug_mode", "all", Source.BUILTIN_DEFAULT)
+    fill("dump_data", "tensor", Source.BUILTIN_DEFAULT)
+    dump_root = None
+    if (c.enable_dump or c.enable_dump_debug) and c.dump_path:
+        dump_root = os.path.abspath(os.path.join(cwd, c.dump_path))
+        sources["dump_root"] = Source.USER
+
+    # device id (§14: rank table > ASCEND_DEVICE_ID > DEVICE_ID > 0)
+    device_id, dev_src = 0, Source.BUILTIN_DEFAULT
+    table_device = None
+    if env.get("RANK_TABLE_FILE"):
+        from geplug.errors import GeplugError
+        from geplug.runtime.rank import read_rank_info
+
+        try:
+            table_device = read_rank_info(env, product).device_id
+        except GeplugError:
+            table_device = None
+    if table_device is not None:
+        device_id, dev_src = table_device, Source.env("RANK_TABLE_FILE")
+    elif _int_env(env, "ASCEND_DEVICE_ID") is not None:
+        device_id, dev_src = _int_env(env, "ASCEND_DEVICE_ID") or 0, Source.env("ASCEND_DEVICE_ID")
+    elif _int_env(env, "DEVICE_ID") is not None:
+        device_id, dev_src = _int_env(env, "DEVICE_ID") or 0, Source.env("DEVICE_ID")
+    sources["device_id"] = dev_src
+
+    # operator debug (§7, formats.md §5)
+    fill("op_debug_level", 0, Source.BUILTIN_DEFAULT)
+    level = c.op_debug_level or 0
+    items: tuple[str, ...] = ()
+    op_list: tuple[str, ...] = ()
+    if c.op_debug_config is not None:
+        from geplug.config.files import read_debug_config
+
+        parsed, _ = read_debug_config(os.path.join(cwd, c.op_debug_config))
+        if parsed is not None:
+            items, op_list = parsed.items, parsed.op_list
+        sources["op_debug_items"] = Source.USER
+    collect = env.get("NPU_COLLECT_PATH") or ""
+    if collect and c.op_debug_config is None:
+        items = NPU_COLLECT_DEBUG_ITEMS
+        sources["op_debug_items"] = Source.env("NPU_COLLECT_PATH")
+    kernel_meta_dir = None
+    if level != 0 or c.op_debug_config is not None or collect:
+        if (level != 0 or c.op_debug_config is not None) and c.debug_dir:
+            base, km_src = os.path.join(cwd, c.debug_dir), Source.USER
+        elif env.get("ASCEND_WORK_PATH"):
+            base, km_src = os.path.join(cwd, env["ASCEND_WORK_PATH"]), \
+                Source.env("ASCEND_WORK_PATH")
+        else:
+            base, km_src = cwd, Source.BUILTIN_DEFAULT
+        kernel_meta_dir = os.path.abspath(os.path.join(base, "kernel_meta"))
+        sources["kernel_meta_dir"] = km_src
+
+    # exception dump (§8, formats.md §4)
+    if collect:
+        new["enable_exception_dump"] = 1
+        sources["enable_exception_dump"] = Source.env("NPU_COLLECT_PATH")
+        exc_level = 1
+    else:
+        fill("enable_exception_dump", default_exception_dump(c.front_end), Source.BUILTIN_DEFAULT)
+        exc_level = c.enable_exception_dump if c.enable_exception_dump is not None else \
+            default_exception_dump(c.front_end)
+    exception_dir = None
+    if exc_level in (1, 2):
+        if exc_level == 1 and collect:
+            root, root_src = collect, Source.env("NPU_COLLECT_PATH")
+        elif env.get("ASCEND_WORK_PATH"):
+            root, root_src = env["ASCEND_WORK_PATH"], Source.env("ASCEND_WORK_PATH")
+        else:
+            root, root_src = cwd, Source.BUILTIN_DEFAULT
+        exception_dir = os.path.abspath(os.path.join(
+            cwd, root, "extra-info", "data-dump", str(device_id)))
+        sources["exception_dump_dir"] = root_src
+
+    # implementation modes (§9)
+    imp = product.implmode
+    fill("op_select_implmode", imp.default_mode, Source.PRODUCT_DEFAULT)
+    by_type: dict[str, str] = {}
+    by_node: dict[str, str] = {}
+    impl_default = imp.default_mode
+    if c.op_precision_mode is not None:
+        from geplug.config.files import read_precision_ini
+
+        ini, _ = read_precision_ini(os.path.join(cwd, c.op_precision_mode), imp.ini_values)
+        if ini is not None:
+            by_type, by_node = dict(ini.by_op_type), dict(ini.by_node)
+        sources["impl_by_op_type"] = sources["impl_by_node"] = Source.USER
+    else:
+        mode = c.op_select_implmode or imp.default_mode
+        mode_src = Source.USER if c.op_select_implmode else Source.PRODUCT_DEFAULT
+        if mode.endswith("_for_all"):
+            by_type = dict(imp.builtin_lists.get(mode, {}))
+            impl_default = mode[: -len("_for_all")]
+        elif c.optypelist_for_implmode:
+            by_type = {t.strip(): mode for t in c.optypelist_for_implmode.split(",") if t.strip()}
+        else:
+            by_type = dict(imp.builtin_lists.get(mode, {}))
+        sources["impl_by_op_type"] = mode_src
+    sources["impl_default"] = Source.PRODUCT_DEFAULT
+
+    # mixed-precision list changes (§5.5)
+    mixlist: dict[str, bool | None] = {}
+    if c.modify_mixlist is not None:
+        from geplug.config.files import read_mixlist
+
+        read, _ = read_mixlist(os.path.join(cwd, c.modify_mixlist))
+        mixlist = read or {}
+        sources["mixlist_overrides"] = Source.USER
+
+    fill("soc_version", product.soc_versions[0] if product.soc_versions else None,
+         Source.PRODUCT_DEFAULT)
+    effective = attrs.evolve(c, **new)
+    return ResolvedConfig(
+        product=product.name,
+        config=effective,
+        sources=sources,
+        run_mode="training" if run_mode == 1 else "inference",
+        device_id=device_id,
+        dump_root=dump_root,
+        profiling_output=profiling_output,
+        kernel_meta_dir=kernel_meta_dir,
+        op_debug_items=items,
+        op_debug_list=op_list,
+        exception_dump_level=exc_level if exc_level in (0, 1, 2) else 0,
+        exception_dump_dir=exception_dir,
+        impl_by_op_type=by_type,
+        impl_by_node=by_node,
+        impl_default=impl_default,
+        mixlist_overrides=mixlist,
+    )

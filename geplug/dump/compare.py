@@ -1,0 +1,289 @@
+"""Compare two dump trees op by op and find the first op where precision is lost.
+
+Ops are matched by step and op name (the names in the dump file names, formats.md §2.6), so
+two runs of one model with different model names or ids still line up. Each tensor pair gets
+the cosine similarity, the largest absolute error and the largest relative error (relative to
+``B``, the reference), computed in float64. A pair fails when the cosine similarity is below
+the threshold, when one side has inf/NaN where the other has not (an overflow: the cosine is
+reported as NaN), when the shapes hold different element counts, or when a relative-error
+limit is given and exceeded. The first failing op in execution order (step, task id,
+timestamp of run ``A``) is highlighted: with an fp16 run against an fp32 run it is the op
+where the overflow starts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from geplug.dump.reader import DumpEntry, DumpTensor, iter_dump_tree
+
+__all__ = [
+    "CompareReport",
+    "OpComparison",
+    "TensorComparison",
+    "compare_arrays",
+    "compare_trees",
+]
+
+_REL_FLOOR = 1e-7
+"""Denominator floor of the relative error (|b| below it counts as this)."""
+
+
+@attrs.frozen(kw_only=True)
+class TensorComparison:
+    """One tensor of one op in both runs."""
+
+    tensor: str
+    """``input.0``, ``output.0``, ..."""
+    dtype_a: str = ""
+    dtype_b: str = ""
+    shape_a: tuple[int, ...] = ()
+    shape_b: tuple[int, ...] = ()
+    cosine: float = math.nan
+    max_abs: float = math.nan
+    max_rel: float = math.nan
+    nonfinite_mismatch: int = 0
+    """Elements where one side is inf/NaN and the other is not (or a different inf)."""
+    status: str = "pass"
+    """``pass``, ``fail``, ``shape mismatch``, ``only in A``, ``only in B``."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether this tensor is over the threshold."""
+        return self.status in ("fail", "shape mismatch")
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready mapping (NaN and inf as strings, so strict JSON parsers accept it)."""
+        data = attrs.asdict(self)
+        for key in ("cosine", "max_abs", "max_rel"):
+            value = data[key]
+            if not math.isfinite(value):
+                data[key] = str(value)
+        data["shape_a"], data["shape_b"] = list(self.shape_a), list(self.shape_b)
+        return data
+
+
+@attrs.frozen(kw_only=True)
+class OpComparison:
+    """One op (at one step) in both runs."""
+
+    step: int
+    op_name: str
+    op_type: str
+    task_id: int
+    timestamp: int
+    tensors: tuple[TensorComparison, ...]
+
+    @property
+    def failed(self) -> bool:
+        """Whether any tensor is over the threshold."""
+        return any(t.failed for t in self.tensors)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {
+            "step": self.step, "op_name": self.op_name, "op_type": self.op_type,
+            "task_id": self.task_id, "timestamp": self.timestamp, "failed": self.failed,
+            "tensors": [t.to_json() for t in self.tensors],
+        }
+
+
+@attrs.frozen(kw_only=True)
+class CompareReport:
+    """The result of :func:`compare_trees`."""
+
+    a: str
+    b: str
+    threshold: float
+    rel_threshold: float | None
+    ops: tuple[OpComparison, ...]
+    only_in_a: tuple[tuple[int, str], ...] = ()
+    only_in_b: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def first_failure(self) -> OpComparison | None:
+        """The first op over the threshold in execution order, or ``None``."""
+        return next((op for op in self.ops if op.failed), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready mapping (``geplug dump compare --format json``)."""
+        first = self.first_failure
+        return {
+            "a": self.a, "b": self.b, "threshold": self.threshold,
+            "rel_threshold": self.rel_threshold,
+            "first_failure": first.to_json() if first is not None else None,
+            "ops": [op.to_json() for op in self.ops],
+            "only_in_a": [{"step": s, "op_name": n} for s, n in self.only_in_a],
+            "only_in_b": [{"step": s, "op_name": n} for s, n in self.only_in_b],
+        }
+
+    def render(self) -> str:
+        """A text table; the first failing op is marked ``>>``, other failures ``!``."""
+        first = self.first_failure
+        lines = [
+            f"A: {self.a}",
+            f"B: {self.b} (reference)",
+            f"threshold: cosine similarity >= {self.threshold:g}"
+            + (f", max relative error <= {self.rel_threshold:g}" if self.rel_threshold else ""),
+            "",
+            f"   {'step':>4} {'task':>5}  {'op type':<14} {'op name':<28} {'tensor':<9} "
+            f"{'cosine':>9} {'max abs':>10} {'max rel':>10}  status",
+        ]
+        for op in self.ops:
+            mark = ">>" if op is first else (" !" if op.failed else "  ")
+            for i, t in enumerate(op.tensors):
+                head = (f"{mark} {op.step:>4} {op.task_id:>5}  {op.op_type[:14]:<14} "
+                        f"{op.op_name[:28]:<28}") if i == 0 else " " * 65
+                lines.append(
+                    f"{head} {t.tensor:<9} {_num(t.cosine):>9} {_num(t.max_abs):>10} "
+                    f"{_num(t.max_rel):>10}  {t.status}"
+                    + (f" ({t.nonfinite_mismatch} inf/nan mismatches)"
+                       if t.nonfinite_mismatch else "")
+                )
+        lines.append("")
+        if first is None:
+            lines.append(f"all {len(self.ops)} matched ops are within the threshold")
+        else:
+            bad = next(t for t in first.tensors if t.failed)
+            lines.append(
+                f">> first op over the threshold: {first.op_name!r} ({first.op_type}) at step "
+                f"{first.step}, task {first.task_id}: {bad.tensor} cosine {_num(bad.cosine)}, "
+                f"max abs {_num(bad.max_abs)}"
+                + (f", {bad.nonfinite_mismatch} inf/nan mismatches (overflow)"
+                   if bad.nonfinite_mismatch else "")
+            )
+        if self.only_in_a or self.only_in_b:
+            lines.append(f"unmatched ops: {len(self.only_in_a)} only in A, "
+                         f"{len(self.only_in_b)} only in B")
+        return "\n".join(lines) + "\n"
+
+
+def _num(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.6g}"
+
+
+def compare_arrays(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    label: str = "",
+    threshold: float = 0.99,
+    rel_threshold: float | None = None,
+) -> TensorComparison:
+    """Compare one tensor of run A with the same tensor of reference run B."""
+    base = TensorComparison(tensor=label, dtype_a=a.dtype.name, dtype_b=b.dtype.name,
+                            shape_a=tuple(a.shape), shape_b=tuple(b.shape))
+    if a.size != b.size:
+        return attrs.evolve(base, status="shape mismatch")
+    x = np.asarray(a).astype(np.float64).reshape(-1)
+    y = np.asarray(b).astype(np.float64).reshape(-1)
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    both = fx & fy
+    same_special = (~fx & ~fy) & ((x == y) | (np.isnan(x) & np.isnan(y)))
+    mismatch = int((~both & ~same_special).sum())
+    xs, ys = x[both], y[both]
+    if xs.size:
+        diff = np.abs(xs - ys)
+        max_abs = float(diff.max())
+        max_rel = float((diff / np.maximum(np.abs(ys), _REL_FLOOR)).max())
+        nx, ny = float(np.linalg.norm(xs)), float(np.linalg.norm(ys))
+        if nx == 0.0 and ny == 0.0:
+            cosine = 1.0
+        elif nx == 0.0 or ny == 0.0:
+            cosine = 0.0
+        else:
+            cosine = float(np.clip(np.dot(xs, ys) / (nx * ny), -1.0, 1.0))
+    else:
+        max_abs = max_rel = 0.0
+        cosine = 1.0
+    if mismatch:
+        cosine, max_abs, max_rel = math.nan, math.inf, math.inf
+    failed = (
+        mismatch > 0 or math.isnan(cosine) or cosine < threshold
+        or (rel_threshold is not None and max_rel > rel_threshold)
+    )
+    return attrs.evolve(base, cosine=cosine, max_abs=max_abs, max_rel=max_rel,
+                        nonfinite_mismatch=mismatch, status="fail" if failed else "pass")
+
+
+_Key = tuple[int, str]
+
+
+def _index(root: str) -> dict[_Key, list[DumpEntry]]:
+    groups: dict[_Key, list[DumpEntry]] = {}
+    for entry in iter_dump_tree(root):
+        if entry.is_overflow:
+            continue
+        key = (entry.step if entry.step is not None else -1, entry.parsed.op_name)
+        groups.setdefault(key, []).append(entry)
+    return groups
+
+
+def _tensors(entries: Iterable[DumpEntry]) -> tuple[dict[str, DumpTensor], str, str]:
+    tensors: dict[str, DumpTensor] = {}
+    op_name = op_type = ""
+    for entry in sorted(entries, key=lambda e: e.parsed.timestamp):
+        dump = entry.read()
+        op_name, op_type = dump.op_name or entry.parsed.op_name, entry.parsed.op_type
+        for t in dump.tensors:
+            if t.kind in ("input", "output") and t.array is not None:
+                tensors[t.label] = t
+    return tensors, op_name, op_type
+
+
+def compare_trees(
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str],
+    *,
+    threshold: float = 0.99,
+    rel_threshold: float | None = None,
+) -> CompareReport:
+    """Compare dump tree (or file) ``a`` with reference ``b``; see the module docstring."""
+    a, b = os.fspath(a), os.fspath(b)
+    index_a, index_b = _index(a), _index(b)
+
+    def order(key: _Key) -> tuple[int, int, int]:
+        first = min(index_a[key], key=lambda e: (e.parsed.task_id, e.parsed.timestamp))
+        return (key[0], first.parsed.task_id, first.parsed.timestamp)
+
+    ops = []
+    for key in sorted((k for k in index_a if k in index_b), key=order):
+        ta, name, op_type = _tensors(index_a[key])
+        tb, _, _ = _tensors(index_b[key])
+        results = []
+        for label in sorted(set(ta) | set(tb), key=_label_order):
+            if label not in tb:
+                results.append(TensorComparison(tensor=label, dtype_a=ta[label].dtype,
+                                                shape_a=ta[label].shape, status="only in A"))
+            elif label not in ta:
+                results.append(TensorComparison(tensor=label, dtype_b=tb[label].dtype,
+                                                shape_b=tb[label].shape, status="only in B"))
+            else:
+                arr_a, arr_b = ta[label].array, tb[label].array
+                assert arr_a is not None and arr_b is not None
+                results.append(compare_arrays(arr_a, arr_b, label=label, threshold=threshold,
+                                              rel_threshold=rel_threshold))
+        first = min(index_a[key], key=lambda e: (e.parsed.task_id, e.parsed.timestamp))
+        ops.append(OpComparison(step=key[0], op_name=name, op_type=op_type,
+                                task_id=first.parsed.task_id,
+                                timestamp=first.parsed.timestamp, tensors=tuple(results)))
+    return CompareReport(
+        a=a, b=b, threshold=threshold, rel_threshold=rel_threshold, ops=tuple(ops),
+        only_in_a=tuple(sorted(k for k in index_a if k not in index_b)),
+        only_in_b=tuple(sorted(k for k in index_b if k not in index_a)),
+    )
+
+
+def _label_order(label: str) -> tuple[int, int]:
+    kind, _, index = label.partition(".")
+    return (0 if kind == "input" else 1, int(index) if index.isdigit() else 0)

@@ -1,0 +1,119 @@
+"""The exception-dump writer: an AI Core error's tensors (options.md §8, formats.md §4).
+
+Files go to ``{root}/extra-info/data-dump/{device_id}/`` (the resolved
+``exception_dump_dir``) under the older GE name ``{op_type}.{op_name}.{task_id}.{now_us}``
+(no stream id; sanitised as formats.md §2.6), which the offline reader regex also accepts;
+the newer ``exception_info.{a}.{b}.{ts17}`` form is not used because the meaning of ``a`` and
+``b`` is undocumented. Content (§2.1 layout, header version 2.0):
+
+- level 1 (normal, L1): inputs (with ``arg_index``), outputs, the workspace as ``space[0]``;
+- level 2 (lite, L0): the same plus the tiling data as ``space[1]``;
+- both: a ``dfx_message`` starting ``[AIC_INFO]`` with the node, task, sizes and ``args(...)``.
+
+The host log line readers grep (``dump exception to file ...``) goes to the ``geplug.dump``
+logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+
+from geplug.dump.encode import TensorPayload, encode_dump
+from geplug.dump.fileio import ensure_dir, publish
+from geplug.dump.naming import dump_file_name
+from geplug.events import DumpEvent
+
+__all__ = ["DUMP_SCENES", "ExceptionDumpWriter", "exception_dump_location"]
+
+log = logging.getLogger("geplug.dump")
+
+DUMP_SCENES = {"aic_err_brief_dump": 2, "aic_err_norm_dump": 1, "aic_err_detail_dump": 1}
+"""ASCEND_DUMP_SCENE values -> exception dump level (brief is the lite L0 dump)."""
+
+
+def exception_dump_location(
+    level: int,
+    env: Mapping[str, str],
+    device_id: int,
+    cwd: str | None = None,
+) -> tuple[int, str | None]:
+    """(effective level, directory) of the exception dump from the option and environment.
+
+    Priorities of formats.md §4 / options.md §14: ``ASCEND_DUMP_SCENE`` > ``NPU_COLLECT_PATH``
+    (forces level 1) > the option. Roots: scene: ASCEND_DUMP_PATH > ASCEND_WORK_PATH > cwd;
+    level 1: NPU_COLLECT_PATH > ASCEND_WORK_PATH > cwd; level 2: ASCEND_WORK_PATH > cwd. The
+    directory is ``{root}/extra-info/data-dump/{device_id}`` (absolute), ``None`` when off.
+    """
+    cwd = cwd or os.getcwd()
+    work = env.get("ASCEND_WORK_PATH") or ""
+    scene = env.get("ASCEND_DUMP_SCENE") or ""
+    collect = env.get("NPU_COLLECT_PATH") or ""
+    if scene in DUMP_SCENES:
+        level, root = DUMP_SCENES[scene], env.get("ASCEND_DUMP_PATH") or work or cwd
+    elif collect:
+        level, root = 1, collect
+    elif level == 1:
+        root = work or cwd
+    elif level == 2:
+        root = work or cwd
+    else:
+        return 0, None
+    path = os.path.join(os.path.abspath(os.path.join(cwd, root)), "extra-info", "data-dump",
+                        str(int(device_id)))
+    return level, path
+
+
+def _dfx_message(event: DumpEvent, level: int, addresses: list[int]) -> str:
+    op = event.op
+    parts = [
+        f"[AIC_INFO] node_name:{op.name}, node_type:{op.op_type}, stream_id:{op.stream_id}, "
+        f"task_id:{op.task_id}, block_dim:{op.block_dim}, dump level:{level}, "
+        f"workspace_size:{len(event.workspace)}, tiling_data_size:"
+        f"{len(event.tiling) if level == 2 else 0}",
+        "args(" + ", ".join(f"0x{a:x}" for a in addresses) + ")",
+    ]
+    if level == 2 and event.tiling:
+        parts.append(f"[TILING_DATA] {event.tiling[:256].hex()}")
+    if event.message:
+        parts.append(f"[ERROR] {event.message}")
+    return "\n".join(parts)
+
+
+class ExceptionDumpWriter:
+    """Writes exception dumps for one system."""
+
+    def write(self, event: DumpEvent, *, level: int, directory: str) -> list[str]:
+        """Write the exception dump of ``event``'s op at ``level`` (1 or 2) into
+        ``directory``; returns the path."""
+        ensure_dir(directory)
+        op = event.op
+        inputs = [TensorPayload(array=t.array, format=t.format) for t in event.inputs]
+        outputs = [
+            TensorPayload(array=t.array, format=t.format, original_name=op.name,
+                          original_index=i)
+            for i, t in enumerate(event.outputs)
+        ]
+        spaces = [event.workspace]
+        if level == 2:
+            spaces.append(event.tiling)
+        base = 0x12C0_0000_0000 + (op.task_id << 20)
+        addresses = [base + 0x1000 * i for i in range(len(inputs) + len(outputs))]
+        chunks = encode_dump(
+            op_name=op.name,
+            dump_time=event.timestamp_us,
+            inputs=inputs,
+            outputs=outputs,
+            spaces=spaces,
+            dfx_message=_dfx_message(event, level, addresses),
+            exception=True,
+            address_seed=op.task_id,
+        )
+
+        def name_for(ts: int) -> str:
+            return dump_file_name(op.op_type, op.name, op.task_id, None, ts)
+
+        path = publish(directory, name_for, event.timestamp_us, chunks)
+        log.warning("dump exception to file %s", path)
+        return [path]

@@ -1,0 +1,378 @@
+"""Per-op dtype and engine selection: options.md §5.4 (the seed's precision_mode text), as data.
+
+Each precision mode is a *chain* of steps read left to right; the first step the product's
+operator table supports wins (``OpSupport.aicore_dtypes`` / ``aicpu_dtypes``); when no step
+is supported the op cannot run and :class:`~geplug.errors.CompileError` names the node, its
+op type, the dtypes tried and the product. Pure functions: no onnx, no I/O.
+
+Choices the seed leaves open are marked *inferred* in the reasons and in
+``docs/simulator.md``: an original dtype a mode says nothing about (integers, float64, or
+float16 under allow_fp32_to_fp16) keeps its dtype (AI Core, else AI CPU); "AI CPU" without a
+dtype means the AI CPU kernel in the op's original dtype.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from geplug.errors import CompileError
+from geplug.precision.implmode import choose_impl_mode
+from geplug.precision.mixlist import BLACK, GREY, WHITE, list_state, normalize_overrides
+from geplug.precision.modes import MIX_RULES, PrecisionMode, effective_mode
+
+if TYPE_CHECKING:
+    from geplug.config.resolved import ResolvedConfig
+    from geplug.products.schema import OpSupport, Product
+
+__all__ = [
+    "NodeInfo", "OpDecision", "Selection", "Step", "decide", "select_dtype", "summarize",
+]
+
+AI_CORE, AI_CPU = "AI_CORE", "AI_CPU"
+F32, F16, BF16 = "float32", "float16", "bfloat16"
+
+
+@attrs.frozen
+class Step:
+    """One link of a selection chain: run on ``engine`` in ``dtype`` (``out_dtype`` differs
+    only for the cube fp16-in/fp32-out kernel); ``why`` is said when it wins."""
+
+    engine: str
+    dtype: str
+    why: str
+    out_dtype: str = ""
+    needs: str = ""
+    """An extra condition on the table: ``cube_fp16in_fp32out``, ``fp32`` (AIC has fp32)."""
+
+    def label(self) -> str:
+        """``AI Core float16`` / ``AI CPU float32`` / ``AI Core float16->float32``."""
+        where = "AI Core" if self.engine == AI_CORE else "AI CPU"
+        dt = f"{self.dtype}->{self.out_dtype}" if self.out_dtype else self.dtype
+        return f"{where} {dt}"
+
+    def supported(self, op: OpSupport) -> bool:
+        """Whether ``op``'s table supports this step."""
+        table = op.aicore_dtypes if self.engine == AI_CORE else op.aicpu_dtypes
+        if self.dtype not in table:
+            return False
+        if self.needs == "cube_fp16in_fp32out":
+            return bool(op.cube_fp16in_fp32out)
+        if self.needs == "fp32":
+            return F32 in op.aicore_dtypes
+        return True
+
+
+@attrs.frozen
+class Selection:
+    """The winning step of a chain and what was tried before it."""
+
+    engine: str
+    dtype: str
+    out_dtype: str
+    reason: str
+    tried: tuple[str, ...]
+    lowered: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class NodeInfo:
+    """What selection needs to know about one graph node (the simulator fills it from ONNX)."""
+
+    name: str
+    onnx_op: str
+    op_type: str
+    original_dtype: str | None
+    """The dtype the op computes in in the source graph (its first floating input, else its
+    first output); ``None`` when the node has no typed tensor."""
+    predecessors: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    """Names of the nodes producing its floating inputs (grey-list rule)."""
+
+
+@attrs.frozen(kw_only=True)
+class OpDecision:
+    """Where and how one node runs on the product, and why (``geplug compile`` prints these)."""
+
+    node: str
+    onnx_op: str
+    op_type: str
+    engine: str
+    """``AI_CORE`` or ``AI_CPU``."""
+    dtype: str
+    """The dtype the op computes in on the device."""
+    impl_mode: str
+    reason: str
+    original_dtype: str = ""
+    output_dtype: str = ""
+    """The dtype it writes (differs from ``dtype`` only for cube fp16-in/fp32-out)."""
+    op_class: str = "vector"
+    mix_list: str = ""
+    """``white``/``black``/``grey`` under a mixed-precision mode, else ""."""
+    lowered: bool = False
+    """The op runs in a lower precision than its original dtype."""
+    tried: tuple[str, ...] = ()
+    impl_reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready mapping (``geplug compile --format json``)."""
+        data = attrs.asdict(self)
+        data["tried"] = list(self.tried)
+        return data
+
+
+def _aic(dtype: str, why: str, **kw: str) -> Step:
+    return Step(AI_CORE, dtype, why, **kw)
+
+
+def _cpu(dtype: str, why: str) -> Step:
+    return Step(AI_CPU, dtype, why)
+
+
+def _keep_chain(orig: str, note: str) -> list[Step]:
+    return [
+        _aic(orig, f"kept the original {orig} on AI Core{note}"),
+        _cpu(orig, f"AI Core has no {orig}: kept {orig} on AI CPU{note}"),
+    ]
+
+
+def _chain(
+    rule: str, op: OpSupport, orig: str, *, lowered: bool, mix_state: str
+) -> tuple[list[Step], bool]:
+    """The §5.4 chain for ``rule``; the flag says whether a seed sentence covers the case."""
+    matrix = op.op_class == "matrix"
+    if rule == "allow_fp32_to_fp16":
+        if matrix and orig == F32:
+            return [
+                _aic(F16, "matrix op, original float32: lowered to float16 (first choice)"),
+                _aic(F32, "matrix op: AI Core has no float16, kept float32"),
+                _cpu(F32, "matrix op: AI Core has neither float16 nor float32, AI CPU"),
+            ], True
+        if orig == BF16:
+            kind = "matrix" if matrix else "vector"
+            return [
+                _aic(BF16, f"{kind} op, original bfloat16: kept bfloat16 (first choice)"),
+                _aic(F32, f"{kind} op: AI Core has no bfloat16, chose float32"),
+                _aic(F16, f"{kind} op: AI Core has neither bfloat16 nor float32, lowered "
+                     "directly to float16"),
+                _cpu(BF16, f"{kind} op: AI Core has no bfloat16/float32/float16, AI CPU"),
+            ], True
+        if not matrix and orig == F32:
+            return [
+                _aic(F32, "vector op, original float32: kept float32 (vector ops keep the "
+                     "original dtype first)"),
+                _aic(F16, "vector op: AI Core has no float32, lowered directly to float16"),
+                _cpu(F32, "vector op: AI Core has neither float32 nor float16, AI CPU"),
+            ], True
+    if rule == "force_fp16" and orig in (F16, BF16, F32):
+        if all(d in op.aicore_dtypes for d in (F16, BF16, F32)):
+            return [_aic(F16, "the AI Core op supports float16, bfloat16 and float32: "
+                         "forced float16")], True
+        return _keep_chain(orig, " (force_fp16 applies only to ops supporting float16, "
+                           "bfloat16 and float32)"), True
+    if rule == "fp16_v2" and orig in (F16, BF16, F32):
+        return [
+            _aic(F16, f"original {orig}: forced float16"),
+            _cpu(F16, "AI Core has no float16: float16 on AI CPU (inferred)"),
+        ], True
+    if rule == "force_fp32" and orig in (F16, BF16, F32):
+        if matrix:
+            return [
+                _aic(F16, "matrix op: input float16, output float32 (first choice)",
+                     out_dtype=F32, needs="cube_fp16in_fp32out"),
+                _aic(F32, "matrix op: no float16-in/float32-out kernel, input and output "
+                     "float32"),
+                _aic(F16, "matrix op: no float32 kernel, input and output float16"),
+            ], True
+        if orig in (F16, BF16):
+            steps = [_aic(F32, f"vector op, original {orig}: forced float32")]
+            if mix_state == BLACK:
+                steps.append(_cpu(F32, "vector op without AI Core float32 on the black list "
+                                  "(precision_reduce = false): float32 AI CPU op"))
+            else:
+                steps.append(_aic(orig, f"vector op: AI Core has no float32, the option has "
+                                  f"no effect, kept the supported {orig}"))
+            return steps, True
+    if rule == "must_keep_origin_dtype":
+        if orig == F16:
+            return [
+                _aic(F16, "kept the original float16"),
+                _aic(F32, "AI Core has no float16 but has float32: automatic high precision "
+                     "float32", needs="fp32"),
+                _cpu(F16, "AI Core has no float16 (only bfloat16): float16 AI CPU op"),
+            ], True
+        if orig == F32:
+            return [
+                _aic(F32, "kept the original float32"),
+                _cpu(F32, "AI Core has no float32 (only float16): float32 AI CPU op"),
+            ], True
+    if rule in MIX_RULES:
+        target = MIX_RULES[rule]
+        if rule == "allow_mix_precision_bf16" and orig == F32:
+            if lowered:
+                return [
+                    _aic(BF16, f"{mix_state} list: lowered float32 to bfloat16"),
+                    _aic(F32, f"{mix_state} list, AI Core has no bfloat16: kept float32"),
+                    _cpu(F32, "AI Core supports neither bfloat16 nor float32: AI CPU"),
+                ], True
+            return [
+                _aic(F32, f"{mix_state} list: kept float32"),
+                _aic(BF16, f"{mix_state} list, AI Core has no float32: bfloat16"),
+                _cpu(F32, "AI Core supports neither bfloat16 nor float32: AI CPU"),
+            ], True
+        if rule == "allow_mix_precision_fp16" and orig in (F32, BF16) and lowered:
+            return [
+                _aic(target, f"{mix_state} list: lowered {orig} to {target}"),
+                *_keep_chain(orig, f" ({mix_state} list, AI Core has no {target})"),
+            ], True
+        if rule == "mixed_hif8" and orig in (F16, BF16, F32) and lowered:
+            return [
+                _aic(target, f"{mix_state} list: lowered {orig} to hifloat8"),
+                *_keep_chain(orig, f" ({mix_state} list, AI Core has no hifloat8)"),
+            ], True
+        if orig in (F32, BF16) or (rule == "mixed_hif8" and orig == F16):
+            return _keep_chain(orig, f" ({mix_state} list: not lowered)"), True
+    if rule == "cube_hif8" and matrix and orig in (F16, BF16, F32) and "hifloat8" in \
+            op.aicore_dtypes:
+        return [_aic("hifloat8", "cube op supporting hifloat8: forced hifloat8")], True
+    if rule == "allow_fp32_to_bf16":
+        if orig == F32:
+            return [
+                _aic(F32, "original float32: kept float32 (first choice)"),
+                _aic(BF16, "AI Core has no float32: lowered to bfloat16"),
+                _cpu(F32, "AI Core has neither float32 nor bfloat16: AI CPU"),
+            ], True
+        if orig == BF16:
+            return [
+                _aic(BF16, "original bfloat16: kept bfloat16 (first choice)"),
+                _aic(F32, "AI Core has no bfloat16: chose float32"),
+                _cpu(BF16, "AI Core has neither bfloat16 nor float32: AI CPU"),
+            ], True
+    return _keep_chain(orig, ""), False
+
+
+def select_dtype(
+    op: OpSupport,
+    mode: PrecisionMode,
+    original_dtype: str,
+    *,
+    node: str = "",
+    product: str = "",
+    mix_state: str = "",
+    prev_lowered: bool = False,
+) -> Selection:
+    """Pick engine and dtype for one op (options.md §5.4, the seed's precision_mode text).
+
+    ``mix_state`` is the op's list (white/black/grey) and ``prev_lowered`` whether the op
+    before it was lowered (the grey-list rule). Raises :class:`CompileError` when no step of
+    the chain is supported.
+    """
+    lowered = mode.is_mixed and (
+        mix_state == WHITE or (mix_state == GREY and prev_lowered)
+    )
+    steps, stated = _chain(mode.rule, op, original_dtype, lowered=lowered, mix_state=mix_state)
+    tried: list[str] = []
+    for step in steps:
+        if step.supported(op):
+            why = _PREFIX.sub("", step.why)
+            if not stated:
+                why = f"{why} (no rule in the seed for this case; inferred, options.md §5.4)"
+            skipped = f" [not supported: {', '.join(tried)}]" if tried else ""
+            reason = (f"{mode.label}: {op.op_type} ({op.op_class} op, original "
+                      f"{original_dtype}): {why}{skipped}")
+            return Selection(
+                engine=step.engine,
+                dtype=step.dtype,
+                out_dtype=step.out_dtype or step.dtype,
+                reason=reason,
+                tried=(*tried, step.label()),
+                lowered=_is_lower(step.dtype, original_dtype),
+            )
+        tried.append(step.label())
+    raise CompileError(
+        f"node {node!r} (op type {op.op_type!r}, original dtype {original_dtype}) cannot run on "
+        f"product {product!r} under {mode.label}: tried {', '.join(tried) or 'nothing'}, none "
+        f"is supported (AI Core dtypes: {', '.join(op.aicore_dtypes) or 'none'}; AI CPU dtypes: "
+        f"{', '.join(op.aicpu_dtypes) or 'none'}). Choose another precision mode, change the "
+        "model's dtype, or use a product whose operator table supports it.",
+        node=node,
+        details={"op_type": op.op_type, "tried": tried, "product": product,
+                 "mode": mode.label, "original_dtype": original_dtype},
+    )
+
+
+_PREFIX = re.compile(r"^(?:(?:matrix|vector) op)?(?:, )?(?:original \w+)?: ")
+_RANK = {"float64": 4, "float32": 3, "bfloat16": 2, "float16": 2, "hifloat8": 1}
+
+
+def _is_lower(dtype: str, original: str) -> bool:
+    if dtype == original or dtype not in _RANK or original not in _RANK:
+        return False
+    return _RANK[dtype] < _RANK[original] or (original == BF16 and dtype == F16)
+
+
+def decide(
+    nodes: Sequence[NodeInfo],
+    product: Product,
+    config: ResolvedConfig,
+    *,
+    mixlist_overrides: Mapping[str, Any] | None = None,
+) -> list[OpDecision]:
+    """Decisions for every node, in the given (execution) order.
+
+    The precision mode comes from ``config`` (:func:`effective_mode`); the mixed-precision
+    lists from the product's ``precision_reduce`` flags edited by
+    ``config.mixlist_overrides`` (or ``mixlist_overrides``); the implementation mode from
+    :func:`~geplug.precision.implmode.choose_impl_mode`.
+    """
+    mode = effective_mode(config, product)
+    raw = mixlist_overrides if mixlist_overrides is not None else getattr(
+        config, "mixlist_overrides", None
+    )
+    if raw is None and config.config.modify_mixlist and mode.is_mixed:
+        from geplug.precision.mixlist import load_modify_mixlist
+
+        overrides: dict[str, Any] = load_modify_mixlist(config.config.modify_mixlist)
+    else:
+        overrides = normalize_overrides(raw)
+    lowered_by_node: dict[str, bool] = {}
+    decisions: list[OpDecision] = []
+    for info in nodes:
+        op = product.op(info.op_type)
+        state = list_state(info.op_type, op.precision_reduce, overrides)
+        preds = [p for p in info.predecessors if p in lowered_by_node]
+        prev_lowered = bool(preds) and all(lowered_by_node[p] for p in preds)
+        impl, impl_reason = choose_impl_mode(info.name, op, config)
+        if info.original_dtype is None:
+            decisions.append(OpDecision(
+                node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=AI_CORE,
+                dtype="", impl_mode=impl, reason=f"{mode.label}: no typed tensor, nothing to "
+                "select", op_class=op.op_class, impl_reason=impl_reason,
+            ))
+            lowered_by_node[info.name] = False
+            continue
+        sel = select_dtype(
+            op, mode, info.original_dtype, node=info.name, product=product.name,
+            mix_state=state, prev_lowered=prev_lowered,
+        )
+        lowered_by_node[info.name] = sel.lowered
+        decisions.append(OpDecision(
+            node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=sel.engine,
+            dtype=sel.dtype, impl_mode=impl, reason=sel.reason,
+            original_dtype=info.original_dtype, output_dtype=sel.out_dtype,
+            op_class=op.op_class, mix_list=state if mode.is_mixed else "",
+            lowered=sel.lowered, tried=sel.tried,
+            impl_reason=impl_reason,
+        ))
+    return decisions
+
+
+def summarize(decisions: Iterable[OpDecision]) -> dict[str, int]:
+    """Counts of ops per ``engine dtype`` (``geplug demo`` prints these)."""
+    counts: dict[str, int] = {}
+    for d in decisions:
+        key = f"{d.engine} {d.dtype or '-'}"
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -1,0 +1,150 @@
+"""Readable text for a product declaration (``geplug describe PRODUCT``), grouped by section.
+
+Keys are printed with their ``capabilities.toml`` names so the output doubles as a pointer into
+the file (``docs/capabilities.md`` explains each). Where other installed products declare
+something this one lacks (an aic_metrics group, a kernel_meta file kind), the difference is
+spelled out, computed from the data, so "no MemoryAccess" and "no .cce files" are visible.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from geplug.products.schema import FrequencyRange, OpSupport, Product
+
+__all__ = ["DTYPE_SHORT", "describe_product"]
+
+WIDTH = 100
+KEY_WIDTH = 26
+
+DTYPE_SHORT = {
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
+    "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "bool", "hifloat8": "hif8",
+}
+"""Short dtype names used in the operator table (a legend is printed under it)."""
+
+_SECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("runtime", "Runtime", "options.md §6, §13.1, §15"),
+    ("precision", "Precision", "options.md §5, §13.1"),
+    ("implmode", "Implementation modes", "options.md §9"),
+    ("dump", "Dump", "options.md §4, formats.md §2-4"),
+    ("profiling", "Profiling", "options.md §3.3, §13.2; formats.md §6"),
+    ("debug", "Operator compile debug files", "options.md §7, formats.md §5"),
+    ("compute", "Compute model for simulated timing", "approximate public figures"),
+)
+
+
+def describe_product(product: Product, others: Iterable[Product] = ()) -> str:
+    """Every capability of ``product`` as aligned text; ``others`` are the other installed
+    products, used only to name what this one does not have."""
+    others = [o for o in others if o.name != product.name]
+    out: list[str] = [f"{product.name} — {product.display_name}"]
+    out += _kv("family_id", product.family_id)
+    out += _kv("soc_versions", ", ".join(product.soc_versions))
+    out += _kv("extends", product.extends or "— (a family)")
+    out += _kv("distribution", product.distribution or "—")
+    out += _kv("declared in", product.source_path or "—")
+    if product.description:
+        out += _kv("description", product.description)
+    for attr, title, ref in _SECTIONS:
+        out += ["", f"{title} [{attr}]  ({ref})"]
+        out += _record_lines(attr, getattr(product, attr))
+        if attr == "profiling":
+            out += _missing_metrics(product, others)
+        if attr == "debug":
+            out += _missing_files(product, others)
+    out += ["", f"Operators [ops]  ({len(product.ops)} listed; any other op type uses the "
+                 "default entry)"]
+    out += _ops_table(product)
+    return "\n".join(out) + "\n"
+
+
+def _kv(key: str, value: str, indent: int = 2) -> list[str]:
+    head = " " * indent + key.ljust(max(KEY_WIDTH - indent, len(key) + 1)) + " "
+    lines = textwrap.wrap(value, WIDTH - len(head)) or [""]
+    return [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "—"
+    if isinstance(value, FrequencyRange):
+        text = f"[{value.min}, {value.max}] Hz"
+        if value.default is not None:
+            text += f", default {value.default}"
+        if value.item_max:
+            text += "; item maxima " + ", ".join(f"{k} {v}" for k, v in value.item_max.items())
+        return text
+    if isinstance(value, (tuple, list)):
+        return ", ".join(str(v) for v in value) if value else "(none)"
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}={_fmt(v)}" for k, v in value.items()) if value else "(none)"
+    if value == "":
+        return '""'
+    return str(value)
+
+
+def _record_lines(section: str, record: Any) -> list[str]:
+    lines: list[str] = []
+    for field in attrs.fields(type(record)):
+        value = getattr(record, field.name)
+        if isinstance(value, Mapping) and value and all(
+            isinstance(v, (tuple, list, Mapping, FrequencyRange)) for v in value.values()
+        ):
+            lines += _kv(field.name, f"({len(value)})")
+            for key, item in value.items():
+                label = f"level {key}" if (section, field.name) == ("debug", "kernel_meta") else key
+                lines += _kv(label, _fmt(item), indent=4)
+        else:
+            lines += _kv(field.name, _fmt(value))
+    return lines
+
+
+def _missing_metrics(product: Product, others: list[Product]) -> list[str]:
+    elsewhere = sorted({m for o in others for m in o.profiling.aic_metrics}
+                       - set(product.profiling.aic_metrics))
+    if not elsewhere:
+        return []
+    return _kv("not in aic_metrics", ", ".join(elsewhere) + " (declared by other products)")
+
+
+def _missing_files(product: Product, others: list[Product]) -> list[str]:
+    mine = {s for files in product.debug.kernel_meta.values() for s in files}
+    elsewhere = sorted({s for o in others for files in o.debug.kernel_meta.values()
+                        for s in files} - mine)
+    if not elsewhere:
+        return []
+    return _kv("kernel_meta never has", ", ".join(elsewhere) + " (at any op_debug_level)")
+
+
+def _ops_table(product: Product) -> list[str]:
+    header = ("op type", "class", "AI Core dtypes", "AI CPU dtypes", "impl modes", "mix list")
+    rows = [header] + [_op_row(op) for op in (*product.ops.values(), product.default_op)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    used = sorted({d for op in (*product.ops.values(), product.default_op)
+                   for d in (*op.aicore_dtypes, *op.aicpu_dtypes)})
+    legend = ", ".join(f"{DTYPE_SHORT.get(d, d)}={d}" for d in used)
+    lines += _kv("dtypes", legend)
+    lines += _kv("mix list", "white = may be lowered, black = kept, grey = follows the "
+                 "previous op (options.md §5.5); * = fp16 in / fp32 out on the cube")
+    return lines
+
+
+def _op_row(op: OpSupport) -> tuple[str, ...]:
+    mix = {True: "white", False: "black", None: "grey"}[op.precision_reduce]
+    return (
+        op.op_type + ("*" if op.cube_fp16in_fp32out else ""),
+        op.op_class,
+        " ".join(DTYPE_SHORT.get(d, d) for d in op.aicore_dtypes) or "—",
+        " ".join(DTYPE_SHORT.get(d, d) for d in op.aicpu_dtypes) or "—",
+        " ".join(op.impl_modes) or "—",
+        mix,
+    )

@@ -1,0 +1,169 @@
+"""host_sys / host_sys_usage: real samples of this process and this machine with psutil.
+
+A background thread samples at ``host_sys_usage_freq`` on a fixed schedule (no drift):
+``host_sys`` cpu / mem / disk are this process, network is system-wide; ``host_sys_usage``
+cpu / mem are the whole system (options.md §3.3). What the machine does not allow (psutil
+missing, per-process I/O counters denied, ``osrt`` which needs ``perf`` and ``ltrace``) is not
+faked: it is listed in ``host/collection_notice.txt`` and in a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import warnings
+from typing import Any
+
+from geplug.profiling.rawlog import RawLog
+
+__all__ = ["ITEMS", "HostSampler", "HostSamplingWarning"]
+
+ITEMS: dict[str, tuple[str, list[str], list[str]]] = {
+    "cpu": ("host_cpu_usage", ["Timestamp(us)", "Process CPU(%)"], ["proc_cpu"]),
+    "mem": ("host_mem_usage", ["Timestamp(us)", "Process RSS(MB)", "Process VMS(MB)"],
+            ["proc_rss", "proc_vms"]),
+    "disk": ("host_disk_usage", ["Timestamp(us)", "Read(KB/s)", "Write(KB/s)"],
+             ["disk_read", "disk_write"]),
+    "network": ("host_network_usage", ["Timestamp(us)", "Rx(KB/s)", "Tx(KB/s)"],
+                ["net_rx", "net_tx"]),
+    "usage_cpu": ("cpu_usage", ["Timestamp(us)", "Total CPU(%)"], ["sys_cpu"]),
+    "usage_mem": ("sys_mem", ["Timestamp(us)", "Total(MB)", "Used(MB)", "Usage(%)"],
+                  ["sys_total", "sys_used", "sys_pct"]),
+}
+"""Collected item -> (CSV stem, columns, sample keys)."""
+
+
+class HostSamplingWarning(UserWarning):
+    """Some host items cannot be collected on this machine."""
+
+
+class HostSampler:
+    """Samples the requested items on a background thread until :meth:`stop`."""
+
+    def __init__(self, host_sys: tuple[str, ...], host_sys_usage: tuple[str, ...], freq: int,
+                 log: RawLog) -> None:
+        self.freq = max(1, freq)
+        self.log = log
+        self.items: list[str] = [i for i in host_sys if i in ITEMS]
+        self.items += [f"usage_{i}" for i in host_sys_usage if f"usage_{i}" in ITEMS]
+        self.notices: list[str] = []
+        if "osrt" in host_sys:
+            self.notices.append("host_sys osrt: not collected (needs perf and ltrace, which "
+                                "geplug does not run)")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._psutil: Any = None
+        self.samples = 0
+
+    def start(self) -> None:
+        """Probe what can be collected and start the thread."""
+        if not self.items:
+            return
+        try:
+            import psutil
+        except ImportError:
+            self.notices.append("host_sys / host_sys_usage: psutil is not installed, nothing "
+                                "collected (pip install 'geplug[host]')")
+            self.items = []
+            return
+        self._psutil = psutil
+        proc = psutil.Process()
+        if "disk" in self.items:
+            try:
+                proc.io_counters()
+            except (AttributeError, psutil.Error, OSError) as exc:
+                self.items.remove("disk")
+                self.notices.append(f"host_sys disk: per-process I/O counters are not "
+                                    f"available here ({type(exc).__name__}); not collected")
+        if "network" in self.items:
+            try:
+                if psutil.net_io_counters() is None:
+                    raise OSError("no network counters")
+            except (psutil.Error, OSError) as exc:
+                self.items.remove("network")
+                self.notices.append(f"host_sys network: system network counters are not "
+                                    f"available here ({exc}); not collected")
+        if self.notices:
+            warnings.warn(HostSamplingWarning("; ".join(self.notices)), stacklevel=3)
+        if not self.items:
+            return
+        self._thread = threading.Thread(target=self._run, args=(proc,),
+                                        name="geplug-host-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self, proc: Any) -> None:
+        psutil = self._psutil
+        period = 1.0 / self.freq
+        proc.cpu_percent(None)
+        psutil.cpu_percent(None)
+        last = {"t": time.monotonic(), "io": self._io(proc), "net": self._net()}
+        t0 = time.monotonic()
+        k = 0
+        while True:
+            k += 1
+            delay = t0 + k * period - time.monotonic()
+            if delay < -period:  # fell behind (e.g. a busy machine): re-anchor, no burst
+                t0, k = time.monotonic(), 0
+                delay = 0.0
+            if self._stop.wait(max(0.0, delay)):
+                return
+            try:
+                self.log.write(json.dumps(self._sample(proc, last)) + "\n")
+                self.samples += 1
+            except Exception as exc:  # noqa: BLE001 - a sampler must never kill the run
+                self.notices.append(f"host sampling stopped: {type(exc).__name__}: {exc}")
+                return
+
+    def _io(self, proc: Any) -> Any:
+        return proc.io_counters() if "disk" in self.items else None
+
+    def _net(self) -> Any:
+        return self._psutil.net_io_counters() if "network" in self.items else None
+
+    def _sample(self, proc: Any, last: dict[str, Any]) -> dict[str, float]:
+        psutil = self._psutil
+        now = time.monotonic()
+        dt = max(1e-6, now - last["t"])
+        s: dict[str, float] = {"ts": time.time() * 1e6}
+        if "cpu" in self.items:
+            s["proc_cpu"] = proc.cpu_percent(None)
+        if "mem" in self.items:
+            mem = proc.memory_info()
+            s["proc_rss"], s["proc_vms"] = mem.rss / 2**20, mem.vms / 2**20
+        if "disk" in self.items:
+            io = proc.io_counters()
+            s["disk_read"] = (io.read_bytes - last["io"].read_bytes) / 1024 / dt
+            s["disk_write"] = (io.write_bytes - last["io"].write_bytes) / 1024 / dt
+            last["io"] = io
+        if "network" in self.items:
+            net = psutil.net_io_counters()
+            s["net_rx"] = (net.bytes_recv - last["net"].bytes_recv) / 1024 / dt
+            s["net_tx"] = (net.bytes_sent - last["net"].bytes_sent) / 1024 / dt
+            last["net"] = net
+        if "usage_cpu" in self.items:
+            s["sys_cpu"] = psutil.cpu_percent(None)
+        if "usage_mem" in self.items:
+            vm = psutil.virtual_memory()
+            s["sys_total"], s["sys_used"], s["sys_pct"] = vm.total / 2**20, vm.used / 2**20, \
+                vm.percent
+        last["t"] = now
+        return s
+
+    def stop(self) -> None:
+        """Stop the thread and wait for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def write_notice(self, host_dir: str) -> None:
+        """``host/collection_notice.txt``: what was collected and what could not be."""
+        path = os.path.join(host_dir, "collection_notice.txt")
+        lines = [f"collected at {self.freq} Hz: {', '.join(self.items) or 'nothing'}"]
+        lines += [f"not collected: {n}" for n in self.notices]
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+        os.replace(tmp, path)

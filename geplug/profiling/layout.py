@@ -1,0 +1,142 @@
+"""Names, paths and value formats of the msprof ``PROF_*`` directory (formats.md §6.1, §6.4, §6.8)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import string
+import time
+from collections.abc import Iterator
+from typing import IO
+
+__all__ = [
+    "ANALYZE",
+    "DT_NAMES",
+    "OUTPUT_DIR",
+    "PATTERNS",
+    "AtomicFile",
+    "dtype_name",
+    "fmt",
+    "fmt_list",
+    "format_name",
+    "new_prof_name",
+    "shapes_text",
+    "ts_us",
+]
+
+OUTPUT_DIR = "mindstudio_profiler_output"
+ANALYZE = "analyze"
+
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "prof_dir": re.compile(r"^PROF_\d{6}_\d{17}_\w+$"),
+    "device_dir": re.compile(r"device_\d{1,2}$"),
+    "device_info": re.compile(r"^info\.json\.\d{1,2}$"),
+    "timeline": re.compile(r"^msprof_\d{14}\.json$"),
+    "op_summary": re.compile(r"^op_summary_\d{14}\.csv$"),
+}
+"""The name patterns readers use (formats.md §6.8)."""
+
+DT_NAMES: dict[str, str] = {
+    "float32": "DT_FLOAT",
+    "float16": "DT_FLOAT16",
+    "bfloat16": "DT_BF16",
+    "float64": "DT_DOUBLE",
+    "int8": "DT_INT8",
+    "int16": "DT_INT16",
+    "int32": "DT_INT32",
+    "int64": "DT_INT64",
+    "uint8": "DT_UINT8",
+    "uint16": "DT_UINT16",
+    "uint32": "DT_UINT32",
+    "uint64": "DT_UINT64",
+    "bool": "DT_BOOL",
+    "hifloat8": "DT_HIFLOAT8",
+    "complex64": "DT_COMPLEX64",
+    "complex128": "DT_COMPLEX128",
+    "string": "DT_STRING",
+}
+"""numpy dtype names -> the msprof spelling (formats.md §2.3 names, §6.4 conventions)."""
+
+
+def dtype_name(dtype: str) -> str:
+    """``float16`` -> ``DT_FLOAT16``; an unknown name is upper-cased with the DT_ prefix."""
+    return DT_NAMES.get(dtype) or ("DT_" + dtype.upper().removeprefix("DT_"))
+
+
+def format_name(fmt_: str) -> str:
+    """``ND`` -> ``FORMAT_ND`` (formats.md §6.4)."""
+    return fmt_ if fmt_.startswith("FORMAT_") else "FORMAT_" + fmt_
+
+
+def shapes_text(shapes: tuple[tuple[int, ...], ...] | list[list[int]]) -> str:
+    """``((128, 256), (256, 512))`` -> ``"128,256;256,512"``; a scalar leaves an empty entry."""
+    return ";".join(",".join(str(d) for d in s) for s in shapes)
+
+
+def fmt_list(items: tuple[str, ...] | list[str]) -> str:
+    """Items joined by ``;`` (dtypes and formats columns)."""
+    return ";".join(items)
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    """A number as msprof writes it: fixed decimals."""
+    return f"{value:.{digits}f}"
+
+
+def ts_us(value: float) -> str:
+    """A timeline/CSV timestamp in µs with three decimals (``"1700000000000.123"``)."""
+    return f"{value:.3f}"
+
+
+def new_prof_name(now: float | None = None, index: int | None = None) -> tuple[str, str]:
+    """A fresh ``PROF_{6 digits}_{ts17}_{16 upper-case letters}`` name and its ``ts14``.
+
+    The six digits are the process id modulo 10^6 unless ``index`` is given; ``ts17`` is the
+    local time with milliseconds (formats.md §1, §6.1).
+    """
+    now = time.time() if now is None else now
+    local = time.localtime(now)
+    ts14 = time.strftime("%Y%m%d%H%M%S", local)
+    ts17 = ts14 + f"{int((now % 1) * 1000):03d}"
+    letters = "".join(secrets.choice(string.ascii_uppercase) for _ in range(16))
+    number = (os.getpid() if index is None else index) % 1_000_000
+    return f"PROF_{number:06d}_{ts17}_{letters}", ts14
+
+
+class AtomicFile:
+    """A text file written under a temporary name and renamed into place on success.
+
+    Files written are complete or absent: on an exception the temporary file is removed.
+    """
+
+    def __init__(self, path: str, *, newline: str | None = None) -> None:
+        self.path = path
+        self.tmp = os.path.join(
+            os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp"
+        )
+        self._newline = newline
+        self.handle: IO[str] | None = None
+
+    def __enter__(self) -> IO[str]:
+        self.handle = open(  # noqa: SIM115 - closed in __exit__
+            self.tmp, "w", encoding="utf-8", newline=self._newline, buffering=1 << 20
+        )
+        return self.handle
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self.handle is not None
+        self.handle.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(self.tmp)
+
+
+@contextlib.contextmanager
+def atomic_text(path: str, *, newline: str | None = None) -> Iterator[IO[str]]:
+    """Context manager form of :class:`AtomicFile`."""
+    with AtomicFile(path, newline=newline) as handle:
+        yield handle

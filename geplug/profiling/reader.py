@@ -1,0 +1,152 @@
+"""Read a ``PROF_*`` directory back: locate its files and summarise them (``geplug profile``).
+
+Everything is streamed (op_summary rows are aggregated per op name, bounded by the graph), so
+a summary of a million-task run needs no more memory than a small one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from typing import Any
+
+from geplug.errors import ProfilingError
+from geplug.profiling.layout import OUTPUT_DIR, PATTERNS
+
+__all__ = ["find_prof_dirs", "output_file", "summarize", "render_text"]
+
+
+def find_prof_dirs(path: str) -> list[str]:
+    """``path`` itself when it is a ``PROF_*`` directory, else the ones directly inside it."""
+    path = os.path.abspath(path)
+    if not os.path.isdir(path):
+        raise ProfilingError(
+            f"profiling directory {path!r} does not exist; pass a PROF_* directory or the "
+            "profiling output directory that contains one", path=path,
+        )
+    if PATTERNS["prof_dir"].match(os.path.basename(path)):
+        return [path]
+    found = sorted(
+        os.path.join(path, d) for d in os.listdir(path)
+        if PATTERNS["prof_dir"].match(d) and os.path.isdir(os.path.join(path, d))
+    )
+    if not found:
+        raise ProfilingError(
+            f"no PROF_* directory in {path!r}: run with profiling_mode on (and its output set "
+            "to this directory) first, or pass the PROF_* directory itself", path=path,
+        )
+    return found
+
+
+def output_file(prof_dir: str, stem: str, ext: str = "csv") -> str | None:
+    """The ``mindstudio_profiler_output/{stem}_{ts14}.{ext}`` file, or ``None``."""
+    out = os.path.join(prof_dir, OUTPUT_DIR)
+    if not os.path.isdir(out):
+        return None
+    prefix = stem + "_"
+    for name in sorted(os.listdir(out)):
+        rest = name[len(prefix):]
+        if name.startswith(prefix) and rest.endswith("." + ext) and rest[:-len(ext) - 1].isdigit():
+            return os.path.join(out, name)
+    return None
+
+
+def _float(value: str) -> float | None:
+    try:
+        return float(value.strip())
+    except ValueError:
+        return None
+
+
+def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
+    """Top ops, per-type statistics and step times of one ``PROF_*`` directory."""
+    info: dict[str, Any] = {}
+    for dev in sorted(os.listdir(prof_dir)):
+        if PATTERNS["device_dir"].match(dev):
+            for name in os.listdir(os.path.join(prof_dir, dev)):
+                if PATTERNS["device_info"].match(name):
+                    with open(os.path.join(prof_dir, dev, name), encoding="utf-8") as fh:
+                        info = json.load(fh)
+    result: dict[str, Any] = {"dir": prof_dir, "product": info.get("product", ""),
+                              "tasks": 0, "total_time_us": 0.0, "top_ops": [], "op_types": [],
+                              "steps": []}
+    summary = output_file(prof_dir, "op_summary")
+    if summary is None:
+        raise ProfilingError(
+            f"{prof_dir!r} has no mindstudio_profiler_output/op_summary_*.csv: the run had "
+            "task_time off, or collection stopped before the summaries were written",
+            path=prof_dir,
+        )
+    ops: dict[str, list[Any]] = {}
+    with open(summary, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            d = _float(row["Task Duration(us)"]) or 0.0
+            entry = ops.get(row["Op Name"])
+            if entry is None:
+                ops[row["Op Name"]] = [row["OP Type"], row["Task Type"], 1, d, d]
+            else:
+                entry[2] += 1
+                entry[3] += d
+                entry[4] = max(entry[4], d)
+            result["tasks"] += 1
+            result["total_time_us"] += d
+    total = result["total_time_us"] or 1.0
+    result["top_ops"] = [
+        {"name": name, "op_type": t, "task_type": k, "count": n, "total_us": round(tot, 3),
+         "avg_us": round(tot / n, 3), "max_us": round(mx, 3),
+         "ratio_pct": round(100 * tot / total, 2)}
+        for name, (t, k, n, tot, mx) in sorted(ops.items(), key=lambda kv: -kv[1][3])[:top]
+    ]
+    stat = output_file(prof_dir, "op_statistic")
+    if stat is not None:
+        with open(stat, encoding="utf-8", newline="") as fh:
+            result["op_types"] = [
+                {"op_type": r["OP Type"], "core_type": r["Core Type"], "count": int(r["Count"]),
+                 "total_us": float(r["Total Time(us)"]), "avg_us": float(r["Avg Time(us)"]),
+                 "ratio_pct": float(r["Ratio(%)"])}
+                for r in csv.DictReader(fh)
+            ]
+    steps = output_file(prof_dir, "step_trace")
+    if steps is not None:
+        with open(steps, encoding="utf-8", newline="") as fh:
+            result["steps"] = [
+                {"iteration": int(r["Iteration ID"]), "model_id": int(r["Model ID"]),
+                 "iteration_time_us": _float(r["Iteration Time(us)"]),
+                 "fp_to_bp_us": _float(r["FP to BP Time(us)"])}
+                for r in csv.DictReader(fh)
+            ]
+    return result
+
+
+def render_text(result: dict[str, Any]) -> str:
+    """The human-readable form of :func:`summarize`."""
+    lines = [f"{os.path.basename(result['dir'])}  product={result['product'] or '?'}  "
+             f"tasks={result['tasks']}  device time={result['total_time_us']:.3f} us", ""]
+    lines.append("Top ops by total device time")
+    lines.append(f"  {'op':<28} {'type':<16} {'count':>7} {'total(us)':>12} {'avg(us)':>10} "
+                 f"{'ratio':>7}")
+    for o in result["top_ops"]:
+        lines.append(f"  {o['name'][:28]:<28} {o['op_type'][:16]:<16} {o['count']:>7} "
+                     f"{o['total_us']:>12.3f} {o['avg_us']:>10.3f} {o['ratio_pct']:>6.2f}%")
+    if result["op_types"]:
+        lines += ["", "Per op type"]
+        lines.append(f"  {'op type':<20} {'core':<16} {'count':>7} {'total(us)':>12} "
+                     f"{'avg(us)':>10} {'ratio':>7}")
+        for t in result["op_types"]:
+            lines.append(f"  {t['op_type'][:20]:<20} {t['core_type'][:16]:<16} {t['count']:>7} "
+                         f"{t['total_us']:>12.3f} {t['avg_us']:>10.3f} {t['ratio_pct']:>6.2f}%")
+    if result["steps"]:
+        times = [s["iteration_time_us"] for s in result["steps"]
+                 if s["iteration_time_us"] is not None]
+        lines += ["", f"Steps: {len(result['steps'])}"]
+        if times:
+            lines.append(f"  iteration time (us): min {min(times):.3f}  "
+                         f"avg {sum(times) / len(times):.3f}  max {max(times):.3f}")
+        for s in result["steps"][:10]:
+            fb = "N/A" if s["fp_to_bp_us"] is None else f"{s['fp_to_bp_us']:.3f}"
+            lines.append(f"  iteration {s['iteration']:>4} (model {s['model_id']}): "
+                         f"{s['iteration_time_us']:.3f} us, FP to BP {fb} us")
+        if len(result["steps"]) > 10:
+            lines.append(f"  ... {len(result['steps']) - 10} more")
+    return "\n".join(lines)

@@ -1,0 +1,217 @@
+"""One profiling collection: the ``PROF_*`` directory of one system and its collectors.
+
+Created on the system's first profiling event; every event is appended to raw files under
+``device_{id}/data`` and ``host/data`` as it arrives; :meth:`ProfilingSession.close` (from
+``geplug_shutdown_system``) stops the samplers and writes the summaries with streaming passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from geplug.profiling import storage
+from geplug.profiling.api_collector import ApiCollector
+from geplug.profiling.device_samplers import SAMPLER_ITEMS, WindowSampler
+from geplug.profiling.hccl import CommCollector
+from geplug.profiling.host_sampler import HostSampler
+from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name
+from geplug.profiling.markers import MarkerCollector
+from geplug.profiling.options import Effective
+from geplug.profiling.rawlog import DEFAULT_SLICE_BYTES, RawLog
+from geplug.profiling.step_trace import StepTraceCollector
+from geplug.profiling.task_collector import TaskCollector
+
+if TYPE_CHECKING:
+    from geplug.events import ApiCall, GraphEvent, MarkerEvent, StepEvent, TaskEvent
+    from geplug.runtime.system import System
+
+__all__ = ["ProfilingSession"]
+
+SLICE_BYTES = DEFAULT_SLICE_BYTES
+"""Raw slice size (module attribute: tests lower it to exercise ageing)."""
+
+
+class ProfilingSession:
+    """The collectors of one system and the ``PROF_*`` directory they write."""
+
+    def __init__(self, system: System, eff: Effective) -> None:
+        self.system = system
+        self.eff = eff
+        self.product = system.product
+        self.device_id = int(system.device_id)
+        self.start_time = time.time()
+        name, self.ts14 = new_prof_name(self.start_time)
+        self.root = os.path.join(eff.output_root, name)
+        self.guard = storage.StorageGuard(self.root, eff.storage_limit_mb)
+        self.closed = False
+        dev = f"device_{self.device_id}"
+        self.device_dir = os.path.join(self.root, dev)
+        self.host_dir = os.path.join(self.root, "host")
+        for d in (os.path.join(self.device_dir, "data"), os.path.join(self.host_dir, "data"),
+                  os.path.join(self.root, OUTPUT_DIR), os.path.join(self.root, ANALYZE)):
+            os.makedirs(d, exist_ok=True)
+        ddata = os.path.join(self.device_dir, "data")
+        hdata = os.path.join(self.host_dir, "data")
+
+        def log(stem: str, where: str = ddata, *, ageable: bool = True) -> RawLog:
+            return RawLog(where, stem, self.device_id, self.guard, slice_bytes=SLICE_BYTES,
+                          ageable=ageable)
+
+        self.write_info()
+        self.tasks = TaskCollector(log("task_time"), log("op_info", ageable=False))
+        self.record_tasks = eff.task_level != "off" or eff.aicpu or eff.hccl or eff.l2
+        self.steps = (StepTraceCollector(log("training_trace", ageable=False), eff.fp_point,
+                                         eff.bp_point) if eff.training_trace else None)
+        self.api = (ApiCollector(log("api_event", hdata), runtime_api=eff.runtime_api,
+                                 ge_api=eff.ge_api not in ("", "off"))
+                    if eff.runtime_api or eff.ge_api not in ("", "off") else None)
+        self.comm = CommCollector() if eff.hccl else None
+        self.markers = MarkerCollector(log("msproftx", hdata)) if eff.msproftx else None
+        self.samplers: list[tuple[str, WindowSampler]] = []
+        for option, kind in SAMPLER_ITEMS.items():
+            freq = getattr(eff, option)
+            if freq:
+                self.samplers.append((kind, WindowSampler(option, freq, log(kind + "_sample"))))
+        self.host = HostSampler(eff.host_sys, eff.host_sys_usage, eff.host_freq,
+                                log("host_sample", hdata))
+        self.host.start()
+        self._handlers = {
+            "task": self.on_task,
+            "graph": self.on_graph,
+            "step": self.on_step,
+            "api": self.on_api,
+            "marker": self.on_marker,
+        }
+
+    # -- metadata ------------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        """``info.json.{id}`` content (formats.md §6.2)."""
+        cm = self.product.compute
+        rank = getattr(self.system.rank, "rank_id", None)
+        return {
+            "rank_id": -1 if rank is None else int(rank),
+            "hostUid": str(uuid.getnode()),
+            "hostname": socket.gethostname(),
+            "pid": str(os.getpid()),
+            "platform_version": (self.product.soc_versions or (self.product.name,))[0],
+            "product": self.product.name,
+            "simulated": True,
+            "devices": str(self.device_id),
+            "DeviceInfo": [{
+                "id": self.device_id,
+                "ai_core_num": cm.ai_cores,
+                "aiv_num": cm.vector_cores if self.product.profiling.split_cores else 0,
+                "aic_frequency": str(cm.clock_mhz),
+                "aiv_frequency": str(cm.clock_mhz),
+                "ai_cpu_num": 0,
+            }],
+            "profiling_options": self.system.config.config.profiling_options.items()
+            if self.system.config.config.profiling_options else {},
+        }
+
+    def write_info(self) -> None:
+        """Write ``device_{id}/info.json.{id}`` and the start info (complete or absent)."""
+        path = os.path.join(self.device_dir, f"info.json.{self.device_id}")
+        _write_json(path, self.info())
+        self.guard.register(path, ageable=False)
+        start = os.path.join(self.device_dir, f"start_info.{self.device_id}")
+        _write_json(start, {"collectionTimeBegin": str(int(self.start_time * 1e6)),
+                            "clockMonotonicRaw": str(time.monotonic_ns())})
+        self.guard.register(start, ageable=False)
+
+    # -- events --------------------------------------------------------------------------
+
+    def handle(self, event: Any) -> None:
+        """Dispatch one profiling event."""
+        if self.closed or self.guard.stopped:
+            return
+        handler = self._handlers.get(event.kind)
+        if handler is not None:
+            handler(event)
+
+    def on_graph(self, ev: GraphEvent) -> None:
+        """A compiled graph: validate fp/bp names."""
+        if self.steps is not None:
+            self.steps.on_graph(ev)
+
+    def on_task(self, ev: TaskEvent) -> None:
+        """A device task."""
+        sig, comm = self.tasks.sig_of(ev)
+        start = ev.start_us
+        dur = ev.duration_us
+        if self.record_tasks:
+            self.tasks.add(sig, ev.run.step, start, dur, ev.wait_us)
+        if self.steps is not None:
+            self.steps.on_task(ev.run.model_id, ev.op.name, start, start + dur, comm)
+        if comm and self.comm is not None:
+            self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved)
+        for _, sampler in self.samplers:
+            sampler.add(start, dur, ev.bytes_moved, comm)
+
+    def on_step(self, ev: StepEvent) -> None:
+        """A step boundary."""
+        if self.steps is not None:
+            self.steps.on_step(ev)
+        if ev.phase == "end":
+            for _, sampler in self.samplers:
+                sampler.advance(ev.time_us)
+
+    def on_api(self, ev: ApiCall) -> None:
+        """A host API call."""
+        if self.api is not None:
+            self.api.on_call(ev)
+
+    def on_marker(self, ev: MarkerEvent) -> None:
+        """A user marker."""
+        if self.markers is not None:
+            self.markers.on_marker(ev)
+
+    # -- closing -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop sampling, close raw files, write every summary; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self.host.stop()
+        for _, sampler in self.samplers:
+            sampler.close()
+        logs = [self.tasks.tasks, self.tasks.ops, self.host.log]
+        logs += [s.log for _, s in self.samplers]
+        for part in (self.steps, self.api, self.markers):
+            if part is not None:
+                logs.append(part.log)
+        for log in logs:
+            log.close()
+        self.host.write_notice(self.host_dir)
+        if self.guard.disk_is_low():
+            if not self.guard.stopped:
+                self.guard.stop(f"20 MB or less free on the disk of {self.root!r}")
+            warnings.warn(
+                storage.ProfilingStorageWarning(
+                    f"profiling summaries were not written to {self.root!r}: the disk has 20 MB "
+                    "or less free; the raw data under device_*/data and host/data is complete"
+                ),
+                stacklevel=2,
+            )
+            return
+        from geplug.profiling.export import export
+
+        export(self)
+        end = os.path.join(self.device_dir, f"end_info.{self.device_id}")
+        _write_json(end, {"collectionTimeEnd": str(int(time.time() * 1e6))})
+        self.guard.register(end, ageable=False)
+
+
+def _write_json(path: str, data: Any) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+    os.replace(tmp, path)

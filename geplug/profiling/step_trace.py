@@ -1,0 +1,117 @@
+"""training_trace: FP start, BP end and iteration end per step (options.md §3.3, formats.md §6.4).
+
+``fp_point`` / ``bp_point`` empty: automatic - the first compute task of the step starts the
+forward pass, the last compute task ends the backward pass. Named: the first execution of the
+named op in the step / the end of its last execution; a name that is not an op of the compiled
+graph is a :class:`~geplug.errors.ProfilingError` at compile time. Derived times follow
+msprof: Iteration Time = iteration end - previous iteration end (first step: - FP start);
+FP to BP = BP end - FP start; Iteration Refresh = iteration end - BP end; Data Aug Bound =
+FP start - previous iteration end (``N/A`` on the first step). Iteration ID = step + 1.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from geplug.errors import ProfilingError
+from geplug.profiling.layout import fmt
+from geplug.profiling.rawlog import RawLog
+
+if TYPE_CHECKING:
+    from geplug.events import GraphEvent, StepEvent
+
+__all__ = ["HEADER", "StepTraceCollector"]
+
+HEADER = [
+    "Device_id", "Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)",
+    "Iteration Time(us)", "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)",
+    "Model ID", "Reduce Start(us)", "Reduce Duration(us)",
+]
+
+
+class StepTraceCollector:
+    """Tracks the open step of each model and appends one record per finished step."""
+
+    def __init__(self, log: RawLog, fp_point: str, bp_point: str) -> None:
+        self.log = log
+        self.fp_point = fp_point
+        self.bp_point = bp_point
+        self._open: dict[int, dict[str, Any]] = {}
+        self._prev_end: dict[int, float] = {}
+
+    def on_graph(self, ev: GraphEvent) -> None:
+        """Check that named fp/bp ops exist in the compiled graph."""
+        names = [op.name for op in ev.ops]
+        known = set(names)
+        for key, value in (("fp_point", self.fp_point), ("bp_point", self.bp_point)):
+            if value and value not in known:
+                close = difflib.get_close_matches(value, names, n=3)
+                hint = ("did you mean " + " or ".join(repr(c) for c in close) + "?") if close \
+                    else f"the graph's ops are {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}"
+                raise ProfilingError(
+                    f"profiling_options.{key} = {value!r} is not an op of model "
+                    f"{ev.run.model_name!r} (model id {ev.run.model_id}): {hint}; set it to an "
+                    "op name of the graph, or to \"\" for automatic detection"
+                )
+
+    def on_step(self, ev: StepEvent) -> None:
+        """Open or close the step of ``ev.run.model_id``."""
+        model = ev.run.model_id
+        if ev.phase == "begin":
+            self._open[model] = {"step": ev.run.step, "begin": ev.time_us, "fp": None,
+                                 "bp": None, "rs": None, "rd": None}
+            return
+        state = self._open.pop(model, None)
+        if state is None:
+            return
+        state["end"] = ev.time_us
+        state["prev"] = self._prev_end.get(model)
+        state["model"] = model
+        self._prev_end[model] = ev.time_us
+        self.log.write(json.dumps(state) + "\n")
+
+    def on_task(self, model: int, name: str, start: float, end: float, comm: bool) -> None:
+        """Feed one task of the open step."""
+        state = self._open.get(model)
+        if state is None:
+            return
+        if comm:
+            if state["rs"] is None:
+                state["rs"], state["rd"] = start, end - start
+            return
+        if self.fp_point:
+            if state["fp"] is None and name == self.fp_point:
+                state["fp"] = start
+        elif state["fp"] is None:
+            state["fp"] = start
+        if not self.bp_point or name == self.bp_point:
+            state["bp"] = end
+
+    def rows(self, device_id: int) -> Iterator[list[str]]:
+        """The step_trace CSV rows, in step order as recorded."""
+        for line in self.log.lines():
+            s = json.loads(line)
+            fp, bp, end, prev = s["fp"], s["bp"], s["end"], s["prev"]
+
+            def f(v: float | None) -> str:
+                return "N/A" if v is None else fp_us(v)
+
+            base = prev if prev is not None else (fp if fp is not None else s["begin"])
+            yield [
+                str(device_id), str(s["step"] + 1), f(fp), f(bp), fp_us(end),
+                fmt(end - base),
+                "N/A" if fp is None or bp is None else fmt(bp - fp),
+                "N/A" if bp is None else fmt(end - bp),
+                "N/A" if prev is None or fp is None else fmt(fp - prev),
+                str(s["model"]),
+                f(s["rs"]),
+                "N/A" if s["rd"] is None else fmt(s["rd"]),
+            ]
+
+
+def fp_us(value: float) -> str:
+    """An absolute timestamp in µs, three decimals."""
+    return f"{value:.3f}"

@@ -1,0 +1,123 @@
+"""The msprof timeline: a Chrome-trace JSON **array** written event by event (formats.md §6.6).
+
+Loads as-is in Perfetto and chrome://tracing: every event has ``ph``/``name``/``pid``/``tid``
+and a ``ts`` (a string with three decimals, as msprof writes it); ``X`` events have a numeric
+``dur``; each process gets ``process_name`` and ``process_sort_index`` metadata the first time
+it is used. Process names are the ones readers key on: ``Ascend Hardware`` (device kernels,
+tid = stream), ``Communication`` (HCCL tasks), ``CANN`` (API calls), ``MsTx`` (user markers),
+and one counter process per sampled item.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from geplug.profiling.task_collector import TaskRow
+
+__all__ = ["PIDS", "TimelineWriter"]
+
+PIDS = {"Ascend Hardware": 1, "Communication": 2, "CANN": 3, "MsTx": 4}
+"""Fixed process ids; counter processes are numbered from 100."""
+
+
+class TimelineWriter:
+    """Streams events into an open text handle as one JSON array."""
+
+    def __init__(self, handle: IO[str], *, clock_mhz: float = 0.0) -> None:
+        self.fh = handle
+        self.clock_mhz = clock_mhz
+        self.fh.write("[")
+        self._first = True
+        self._pids: dict[str, int] = {}
+        self._tids: set[tuple[int, int]] = set()
+        self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        self.count = 0
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self.fh.write(("\n" if self._first else ",\n") + self._dumps(event))
+        self._first = False
+        self.count += 1
+
+    def _pid(self, name: str) -> int:
+        pid = self._pids.get(name)
+        if pid is None:
+            pid = PIDS.get(name, 100 + len([p for p in self._pids if p not in PIDS]))
+            self._pids[name] = pid
+            self._emit({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                        "args": {"name": name}})
+            self._emit({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+                        "args": {"sort_index": pid}})
+        return pid
+
+    def _tid(self, pid: int, tid: int, label: str) -> int:
+        if (pid, tid) not in self._tids:
+            self._tids.add((pid, tid))
+            self._emit({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                        "args": {"name": label}})
+        return tid
+
+    def kernel(self, t: TaskRow, device_id: int, level: str) -> None:
+        """A device kernel on ``Ascend Hardware``, tid = stream."""
+        op = t.op
+        pid = self._pid("Ascend Hardware")
+        tid = self._tid(pid, op.stream_id, f"Stream {op.stream_id}")
+        self._emit({
+            "ph": "X", "name": op.name, "pid": pid, "tid": tid, "ts": f"{t.start_us:.3f}",
+            "dur": round(t.duration_us, 3), "cat": "kernel",
+            "args": {
+                "Model Id": op.model_id, "Task Type": op.task_type if level == "l1" else "N/A",
+                "Physic Stream Id": op.stream_id, "Task Id": op.task_id, "Batch Id": 0,
+                "Subtask Id": 4294967295, "connection_id": op.task_id, "Device Id": device_id,
+                "Aicore Time(ms)": round(t.duration_us / 1000, 6),
+                "Total Cycle": int(t.duration_us * self.clock_mhz * op.block_dim)
+                if level == "l1" else "N/A",
+                "Op Type": op.op_type if level == "l1" else "N/A", "Step": t.step,
+            },
+        })
+
+    def comm_task(self, t: TaskRow, device_id: int) -> None:
+        """An HCCL task on ``Communication``."""
+        op = t.op
+        pid = self._pid("Communication")
+        tid = self._tid(pid, 0, "Group hccl_world_group Communication")
+        self._emit({
+            "ph": "X", "name": op.name, "pid": pid, "tid": tid, "ts": f"{t.start_us:.3f}",
+            "dur": round(t.duration_us, 3), "cat": "hccl",
+            "args": {"notify id": 0, "duration estimated(us)": round(t.duration_us, 3),
+                     "stream id": op.stream_id, "task id": op.task_id, "task type": op.op_type,
+                     "size(Byte)": int(op.bytes_moved), "data type": op.dtype,
+                     "Device Id": device_id},
+        })
+
+    def api(self, level: str, name: str, start: float, dur: float) -> None:
+        """A host API call on ``CANN`` (one thread per level)."""
+        pid = self._pid("CANN")
+        tid = self._tid(pid, {"acl": 1, "runtime": 2, "ge": 3, "node": 4, "model": 5}.get(
+            level, 9), level)
+        self._emit({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": f"{start:.3f}",
+                    "dur": round(dur, 3), "cat": level, "args": {"level": level}})
+
+    def marker(self, m: dict[str, Any]) -> None:
+        """A user mark (instant) or range (complete event) on ``MsTx``."""
+        pid = self._pid("MsTx")
+        tid = self._tid(pid, int(m["tid"]), f"Thread {m['tid']}")
+        event: dict[str, Any] = {"name": m["message"], "pid": pid, "tid": tid,
+                                 "ts": f"{m['start']:.3f}", "cat": "MsTx",
+                                 "args": {"domain": m["domain"], "id": m["id"]}}
+        if m["end"] is None:
+            event.update(ph="i", s="t")
+        else:
+            event.update(ph="X", dur=round(m["end"] - m["start"], 3))
+        self._emit(event)
+
+    def counter(self, process: str, ts: float, values: dict[str, float]) -> None:
+        """A counter sample (``ph: C``) on its own process."""
+        pid = self._pid(process)
+        self._emit({"ph": "C", "name": process, "pid": pid, "tid": 0, "ts": f"{ts:.3f}",
+                    "args": {k: round(v, 3) for k, v in values.items()}})
+
+    def close(self) -> None:
+        """Close the array (the handle is closed by its owner)."""
+        self.fh.write("\n]\n")

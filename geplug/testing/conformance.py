@@ -1,0 +1,351 @@
+"""A conformance suite generated from a product's own declaration, run with plain ``pytest``.
+
+A vendor tests a card by importing the suite into one test module::
+
+    # tests/test_conformance.py
+    from geplug.testing.conformance import *  # noqa: F403 - the test_* functions
+
+    GEPLUG_CONFORMANCE = "example_card"       # the product(s) under test
+
+or, with no file at all, ``pytest --geplug-conformance=example_card``. Every test takes the
+``conformance_product`` fixture (see :mod:`geplug.testing.plugin`), parametrised over the named
+products (all installed products when none is named). The checks are the facts a declaration
+must agree with (``shared/reference/options.md``, ``formats.md``) and the invariants the core
+and the simulator rely on; each failure message names the key path in ``capabilities.toml``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geplug.products.schema import DTYPES, Product
+
+__all__ = [
+    "DEBUG_CONFIG_ITEMS",
+    "DUMP_DEBUG_MODES",
+    "FREQUENCY_OPTIONS",
+    "HOST_SYS_ITEMS",
+    "KERNEL_META_SUFFIXES",
+    "PRECISION_MODES",
+    "PRECISION_MODES_V2",
+    "REQUIRED_OP_TYPES",
+    "check_product",
+    "test_aic_metrics_aliases_point_at_declared_groups",
+    "test_aic_metrics_default_is_declared",
+    "test_bf16_modes_match_bf16_kernels",
+    "test_compute_model_is_positive_and_approximate",
+    "test_debug_config_items_are_documented",
+    "test_default_op_runs_float32",
+    "test_dump_debug_modes_are_known",
+    "test_every_aic_metrics_group_has_pmu_columns",
+    "test_every_kernel_meta_level_is_declared",
+    "test_every_op_dtype_is_known",
+    "test_every_op_runs_somewhere",
+    "test_frequency_options_are_known",
+    "test_frequency_ranges_hold_their_defaults",
+    "test_host_sys_items_are_known",
+    "test_identity_is_complete",
+    "test_impl_modes_are_accepted_values",
+    "test_implmode_default_is_selectable",
+    "test_instr_profiling_style_matches_frequencies",
+    "test_kernel_meta_level_0_writes_nothing",
+    "test_kernel_meta_suffixes_are_known",
+    "test_optypelist_names_listed_ops",
+    "test_precision_defaults_are_accepted_modes",
+    "test_precision_modes_are_known",
+    "test_required_op_types_are_listed",
+    "test_soc_versions_are_unique_across_installed_products",
+    "test_sys_io_and_interconnect_targets_match_frequencies",
+]
+
+PRECISION_MODES = frozenset({
+    "force_fp32", "cube_fp16in_fp32out", "allow_fp32_to_fp16", "force_fp16",
+    "must_keep_origin_dtype", "allow_mix_precision", "allow_mix_precision_fp16",
+    "allow_mix_precision_bf16", "allow_fp32_to_bf16",
+})
+"""precision_mode values (options.md §5.1)."""
+PRECISION_MODES_V2 = frozenset({
+    "fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16", "cube_hif8",
+    "mixed_hif8",
+})
+"""precision_mode_v2 values (options.md §5.2)."""
+BF16_MODES = frozenset({"allow_mix_precision_bf16", "allow_fp32_to_bf16", "mixed_bfloat16"})
+"""The modes that need bf16 kernels (options.md §11 R10)."""
+IMPL_INI_VALUES = frozenset({
+    "high_precision", "high_performance", "enable_float_32_execution",
+    "enable_hi_float_32_execution", "support_out_of_bound_index", "super_performance",
+    "norm_class", "keep_fp16",
+})
+"""The FE whitelist of op_precision_mode ini values (options.md §9.3)."""
+SELECT_IMPLMODES = frozenset({
+    "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
+    "enable_float_32_execution", "enable_hi_float_32_execution",
+})
+"""op_select_implmode values over all layers (options.md §9.1)."""
+DUMP_DEBUG_MODES = frozenset({"aicore_overflow", "atomic_overflow", "all"})
+"""dump_debug_mode values (options.md §4.6)."""
+KERNEL_META_SUFFIXES = frozenset({".o", ".json", ".cce", "_loc.json", "_compute.json"})
+"""Files kernel_meta can hold (formats.md §5)."""
+DEBUG_CONFIG_ITEMS = frozenset({"oom", "dump_cce", "dump_loc", "ccec_O0", "ccec_g", "check_flag"})
+"""op_debug_config items (options.md §7.2)."""
+FREQUENCY_OPTIONS = frozenset({
+    "sys_hardware_mem_freq", "sys_io_sampling_freq", "sys_interconnection_freq", "dvpp_freq",
+    "host_sys_usage_freq", "instr_profiling_freq", "sys_lp_freq",
+})
+"""profiling_options keys that take a sampling frequency (options.md §3.2-3.3)."""
+HOST_SYS_ITEMS = frozenset({"cpu", "mem", "disk", "network", "osrt"})
+"""host_sys values (options.md §3.3)."""
+REQUIRED_OP_TYPES = (
+    "MatMulV2", "BatchMatMulV2", "Conv2D", "Add", "Sub", "Mul", "Div", "Relu", "Gelu",
+    "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "SoftmaxV2", "LayerNorm", "Pooling", "LRN",
+    "ROIAlign", "ReduceSum", "ReduceMean", "Cast", "Transpose", "Reshape", "Concat", "Gather",
+)
+"""Op types every declaration lists (issue 2); anything else uses ``[ops.default]``."""
+
+
+def _all_ops(product: Product) -> list[Any]:
+    return [*product.ops.values(), product.default_op]
+
+
+# -- identity ---------------------------------------------------------------------------------
+
+
+def test_identity_is_complete(conformance_product: Product) -> None:
+    p = conformance_product
+    assert p.name and p.display_name and p.family_id, "product.name/display_name/family_id"
+    assert p.soc_versions, "product.soc_versions is empty"
+    assert all(s.strip() == s and s for s in p.soc_versions), (
+        f"product.soc_versions has blank or padded strings: {list(p.soc_versions)!r}")
+
+
+def test_soc_versions_are_unique_across_installed_products(conformance_product: Product) -> None:
+    from geplug.testing.plugin import installed_registry
+
+    owners = installed_registry().soc_owners()
+    me = conformance_product.name
+    shared = {s: [o for o in owners.get(s, []) if o != me]
+              for s in conformance_product.soc_versions}
+    shared = {s: others for s, others in shared.items() if others}
+    assert not shared, f"product.soc_versions also declared by other products: {shared!r}"
+
+
+# -- operators --------------------------------------------------------------------------------
+
+
+def test_required_op_types_are_listed(conformance_product: Product) -> None:
+    missing = [op for op in REQUIRED_OP_TYPES if op not in conformance_product.ops]
+    assert not missing, f"[ops] lacks entries for {missing!r}"
+
+
+def test_every_op_dtype_is_known(conformance_product: Product) -> None:
+    bad = {
+        op.op_type: sorted(set(op.aicore_dtypes + op.aicpu_dtypes) - set(DTYPES))
+        for op in _all_ops(conformance_product)
+        if set(op.aicore_dtypes + op.aicpu_dtypes) - set(DTYPES)
+    }
+    assert not bad, f"unknown dtypes in [ops]: {bad!r}; known: {list(DTYPES)!r}"
+
+
+def test_every_op_runs_somewhere(conformance_product: Product) -> None:
+    nowhere = [op.op_type for op in _all_ops(conformance_product)
+               if not op.aicore_dtypes and not op.aicpu_dtypes]
+    assert not nowhere, f"ops with neither aicore_dtypes nor aicpu_dtypes: {nowhere!r}"
+
+
+def test_default_op_runs_float32(conformance_product: Product) -> None:
+    default = conformance_product.default_op
+    assert "float32" in default.aicore_dtypes + default.aicpu_dtypes, (
+        "[ops.default] must run float32 on some engine so any ONNX operator can be simulated")
+
+
+def test_bf16_modes_match_bf16_kernels(conformance_product: Product) -> None:
+    p = conformance_product
+    modes = set(p.precision.modes) | set(p.precision.modes_v2) | set(p.precision.atc_only_modes)
+    has_modes = bool(modes & BF16_MODES)
+    kernels = [op.op_type for op in _all_ops(p) if "bfloat16" in op.aicore_dtypes]
+    assert has_modes == bool(kernels), (
+        f"bf16 precision modes {sorted(modes & BF16_MODES)!r} but AI Core bfloat16 kernels "
+        f"{kernels!r}: a product has both or neither (options.md §11 R10)")
+
+
+# -- precision and implementation modes -------------------------------------------------------
+
+
+def test_precision_modes_are_known(conformance_product: Product) -> None:
+    prec = conformance_product.precision
+    assert set(prec.modes) <= PRECISION_MODES, (
+        f"precision.modes: unknown {sorted(set(prec.modes) - PRECISION_MODES)!r}")
+    assert set(prec.modes_v2) <= PRECISION_MODES_V2, (
+        f"precision.modes_v2: unknown {sorted(set(prec.modes_v2) - PRECISION_MODES_V2)!r}")
+    extra = set(prec.atc_only_modes) - PRECISION_MODES - PRECISION_MODES_V2
+    assert not extra, f"precision.atc_only_modes: unknown {sorted(extra)!r}"
+
+
+def test_precision_defaults_are_accepted_modes(conformance_product: Product) -> None:
+    p = conformance_product
+    prec = p.precision
+    v1 = set(prec.modes) | set(prec.atc_only_modes)
+    v2 = set(prec.modes_v2) | set(prec.atc_only_modes)
+    assert prec.default_inference in v1, f"precision.default_inference {prec.default_inference!r}"
+    assert prec.default_inference_v2 in v2, (
+        f"precision.default_inference_v2 {prec.default_inference_v2!r}")
+    if p.runtime.training:
+        assert prec.default_training in v1, (
+            f"precision.default_training {prec.default_training!r} (training product)")
+    else:
+        assert prec.default_training == "", "precision.default_training set without training"
+    assert prec.default_training_v2 in v2 | {""}, (
+        f"precision.default_training_v2 {prec.default_training_v2!r}")
+    assert prec.torch_default in v1 | {""}, f"precision.torch_default {prec.torch_default!r}"
+
+
+def test_implmode_default_is_selectable(conformance_product: Product) -> None:
+    im = conformance_product.implmode
+    assert set(im.select_values) <= SELECT_IMPLMODES, (
+        f"implmode.select_values: unknown {sorted(set(im.select_values) - SELECT_IMPLMODES)!r}")
+    assert im.default_mode in im.select_values, f"implmode.default_mode {im.default_mode!r}"
+
+
+def test_impl_modes_are_accepted_values(conformance_product: Product) -> None:
+    p = conformance_product
+    ini = set(p.implmode.ini_values)
+    assert ini <= IMPL_INI_VALUES, f"implmode.ini_values: unknown {sorted(ini - IMPL_INI_VALUES)!r}"
+    bad = {op.op_type: sorted(set(op.impl_modes) - ini) for op in _all_ops(p)
+           if set(op.impl_modes) - ini}
+    assert not bad, f"ops impl_modes outside implmode.ini_values: {bad!r}"
+    for stem, table in p.implmode.builtin_lists.items():
+        wrong = {op: mode for op, mode in table.items() if mode not in ini}
+        assert not wrong, f"implmode.builtin_lists.{stem}: modes not in ini_values: {wrong!r}"
+
+
+def test_optypelist_names_listed_ops(conformance_product: Product) -> None:
+    p = conformance_product
+    missing = [op for op in p.implmode.optypelist_allowed if op not in p.ops]
+    assert not missing, f"implmode.optypelist_allowed names unlisted ops {missing!r}"
+
+
+# -- dump and debug ---------------------------------------------------------------------------
+
+
+def test_dump_debug_modes_are_known(conformance_product: Product) -> None:
+    modes = set(conformance_product.dump.debug_modes)
+    assert modes <= DUMP_DEBUG_MODES, f"dump.debug_modes: unknown {sorted(modes - DUMP_DEBUG_MODES)!r}"
+
+
+def test_every_kernel_meta_level_is_declared(conformance_product: Product) -> None:
+    levels = set(conformance_product.debug.kernel_meta)
+    assert levels == {"0", "1", "2", "3", "4"}, (
+        f"debug.kernel_meta must declare op_debug_level 0-4, got {sorted(levels)!r}")
+
+
+def test_kernel_meta_level_0_writes_nothing(conformance_product: Product) -> None:
+    assert tuple(conformance_product.debug.kernel_meta.get("0", ())) == (), (
+        "debug.kernel_meta.0: op_debug_level 0 creates no kernel_meta (formats.md §5)")
+
+
+def test_kernel_meta_suffixes_are_known(conformance_product: Product) -> None:
+    debug = conformance_product.debug
+    used = {s for files in (*debug.kernel_meta.values(), *debug.debug_config_files.values())
+            for s in files}
+    assert used <= KERNEL_META_SUFFIXES, (
+        f"debug: unknown kernel_meta files {sorted(used - KERNEL_META_SUFFIXES)!r}")
+
+
+def test_debug_config_items_are_documented(conformance_product: Product) -> None:
+    items = set(conformance_product.debug.debug_config_files)
+    assert items <= DEBUG_CONFIG_ITEMS, (
+        f"debug.debug_config_files: unknown items {sorted(items - DEBUG_CONFIG_ITEMS)!r}")
+
+
+# -- profiling --------------------------------------------------------------------------------
+
+
+def test_aic_metrics_default_is_declared(conformance_product: Product) -> None:
+    prof = conformance_product.profiling
+    assert prof.aic_metrics_default in prof.aic_metrics, (
+        f"profiling.aic_metrics_default {prof.aic_metrics_default!r} not in aic_metrics")
+
+
+def test_every_aic_metrics_group_has_pmu_columns(conformance_product: Product) -> None:
+    prof = conformance_product.profiling
+    missing = [g for g in prof.aic_metrics if not prof.pmu_columns.get(g)]
+    assert not missing, f"profiling.pmu_columns lacks the column block of {missing!r}"
+
+
+def test_aic_metrics_aliases_point_at_declared_groups(conformance_product: Product) -> None:
+    prof = conformance_product.profiling
+    bad = {k: v for k, v in prof.aic_metrics_aliases.items() if v not in prof.aic_metrics}
+    assert not bad, f"profiling.aic_metrics_aliases point at undeclared groups: {bad!r}"
+
+
+def test_frequency_options_are_known(conformance_product: Product) -> None:
+    names = set(conformance_product.profiling.frequencies)
+    assert names <= FREQUENCY_OPTIONS, (
+        f"profiling.frequencies: unknown options {sorted(names - FREQUENCY_OPTIONS)!r}")
+
+
+def test_frequency_ranges_hold_their_defaults(conformance_product: Product) -> None:
+    for name, rng in conformance_product.profiling.frequencies.items():
+        assert 1 <= rng.min <= rng.max, f"profiling.frequencies.{name}: [{rng.min}, {rng.max}]"
+        if rng.default is not None:
+            assert rng.min <= rng.default <= rng.max, f"profiling.frequencies.{name}.default"
+        for item, top in rng.item_max.items():
+            assert top >= rng.min, f"profiling.frequencies.{name}.item_max.{item}"
+
+
+def test_instr_profiling_style_matches_frequencies(conformance_product: Product) -> None:
+    prof = conformance_product.profiling
+    has_freq = "instr_profiling_freq" in prof.frequencies
+    assert has_freq == (prof.instr_profiling == "frequency"), (
+        f"profiling.instr_profiling = {prof.instr_profiling!r} but instr_profiling_freq is "
+        f"{'declared' if has_freq else 'absent'} (options.md §11 R23)")
+
+
+def test_sys_io_and_interconnect_targets_match_frequencies(conformance_product: Product) -> None:
+    prof = conformance_product.profiling
+    assert bool(prof.sys_io_targets) == ("sys_io_sampling_freq" in prof.frequencies), (
+        "profiling.sys_io_targets and frequencies.sys_io_sampling_freq: both or neither (R25)")
+    assert bool(prof.interconnect_targets) == (
+        "sys_interconnection_freq" in prof.frequencies), (
+        "profiling.interconnect_targets and frequencies.sys_interconnection_freq: both or "
+        "neither (R25)")
+
+
+def test_host_sys_items_are_known(conformance_product: Product) -> None:
+    items = set(conformance_product.profiling.host_sys)
+    assert items <= HOST_SYS_ITEMS, f"profiling.host_sys: unknown {sorted(items - HOST_SYS_ITEMS)!r}"
+
+
+# -- compute model ----------------------------------------------------------------------------
+
+
+def test_compute_model_is_positive_and_approximate(conformance_product: Product) -> None:
+    c = conformance_product.compute
+    assert c.approximate, "compute.approximate must be true: public figures, not measurements"
+    assert min(c.ai_cores, c.clock_mhz) > 0 and c.vector_cores >= 0, "compute core counts"
+    assert min(c.memory_bandwidth_gbps, c.aicpu_gflops) > 0, "compute bandwidth / aicpu"
+    assert c.launch_overhead_us >= 0, "compute.launch_overhead_us"
+    assert c.cube_tflops and c.vector_tflops, "compute.cube_tflops / vector_tflops are empty"
+    bad = {k: v for k, v in {**c.cube_tflops, **c.vector_tflops}.items() if v <= 0}
+    assert not bad, f"compute throughput must be positive: {bad!r}"
+    cube_ops = {d for op in _all_ops(conformance_product) if op.op_class == "matrix"
+                for d in op.aicore_dtypes if d.startswith(("float", "bfloat"))}
+    missing = sorted(cube_ops - set(c.cube_tflops))
+    assert not missing, f"compute.cube_tflops lacks float dtypes the cube ops take: {missing!r}"
+
+
+_TESTS = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
+
+
+def check_product(product: Product) -> list[str]:
+    """Run every conformance check on ``product``; the failure messages (empty = conforms).
+
+    For use outside pytest (a vendor's CI script, ``python -c``).
+    """
+    failures = []
+    for test in _TESTS:
+        try:
+            test(product)
+        except AssertionError as exc:
+            failures.append(f"{test.__name__}: {exc}")
+    return failures

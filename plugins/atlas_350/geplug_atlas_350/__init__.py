@@ -1,0 +1,1 @@
+"""geplug product plugin: Atlas 350 accelerator card (Ascend 950 family)."""

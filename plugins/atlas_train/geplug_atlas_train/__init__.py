@@ -1,0 +1,1 @@
+"""geplug product plugin: Atlas training series (Ascend910*)."""

@@ -1,0 +1,24 @@
+"""The simulator's hook implementations: it serves every declared product."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from geplug import hookimpl
+
+if TYPE_CHECKING:
+    from geplug.runtime.system import System
+    from geplug_simulator.runtime import SimRuntime
+
+GEPLUG_PLUGIN_API = 1
+
+__all__ = ["GEPLUG_PLUGIN_API", "geplug_init_system"]
+
+
+@hookimpl
+def geplug_init_system(system: System) -> SimRuntime:
+    """A :class:`~geplug_simulator.runtime.SimRuntime` for ``system`` (any product: the
+    product's declaration is all the simulator needs)."""
+    from geplug_simulator.runtime import SimRuntime
+
+    return SimRuntime(system)

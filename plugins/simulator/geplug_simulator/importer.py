@@ -1,0 +1,250 @@
+"""ONNX import: load, check, pin the opset, name every node, infer types and shapes.
+
+Older models are converted to :data:`PINNED_OPSET` with ``onnx.version_converter`` (newer
+ones are kept: onnxruntime runs them as they are). Every failure is a
+:class:`~geplug.errors.CompileError` naming the model, node or input at fault.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import onnx
+from onnx import TensorProto
+
+from geplug.errors import CompileError
+from geplug.precision import NodeInfo
+from geplug_simulator.opmap import ascend_op_type
+
+__all__ = [
+    "DTYPE_NAMES",
+    "FLOAT_NAMES",
+    "PINNED_OPSET",
+    "ImportedModel",
+    "TensorType",
+    "import_model",
+    "load_model",
+]
+
+PINNED_OPSET = 17
+"""Models with an older default-domain opset are converted to this one."""
+
+DTYPE_NAMES = {
+    TensorProto.FLOAT: "float32",
+    TensorProto.FLOAT16: "float16",
+    TensorProto.BFLOAT16: "bfloat16",
+    TensorProto.DOUBLE: "float64",
+    TensorProto.INT8: "int8",
+    TensorProto.INT16: "int16",
+    TensorProto.INT32: "int32",
+    TensorProto.INT64: "int64",
+    TensorProto.UINT8: "uint8",
+    TensorProto.UINT16: "uint16",
+    TensorProto.UINT32: "uint32",
+    TensorProto.UINT64: "uint64",
+    TensorProto.BOOL: "bool",
+    TensorProto.STRING: "string",
+    TensorProto.COMPLEX64: "complex64",
+    TensorProto.COMPLEX128: "complex128",
+}
+"""ONNX element type -> geplug dtype name."""
+ELEM_TYPES = {v: k for k, v in DTYPE_NAMES.items()}
+FLOAT_NAMES = ("float32", "float16", "bfloat16", "float64")
+_KNOWN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training")
+
+
+@attrs.frozen
+class TensorType:
+    """A tensor's dtype name and shape (``None`` dims are symbolic or unknown)."""
+
+    dtype: str
+    shape: tuple[int | None, ...] | None
+
+
+@attrs.frozen(kw_only=True)
+class ImportedModel:
+    """A checked, opset-pinned, uniquely named model and what was inferred about it."""
+
+    model: onnx.ModelProto = attrs.field(repr=False)
+    name: str
+    opset: int
+    converted_from: int | None
+    types: Mapping[str, TensorType] = attrs.field(repr=False)
+    nodes: tuple[NodeInfo, ...]
+    initializers: frozenset[str]
+    inputs: tuple[str, ...]
+    """Graph inputs the caller must feed (initializers excluded)."""
+    outputs: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+def load_model(model: Any) -> onnx.ModelProto:
+    """An ``onnx.ModelProto`` from a path, bytes or a ModelProto (a copy; never mutated)."""
+    if isinstance(model, onnx.ModelProto):
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        return copy
+    if isinstance(model, (bytes, bytearray)):
+        try:
+            return onnx.load_from_string(bytes(model))
+        except Exception as exc:  # noqa: BLE001 - protobuf raises several types
+            raise CompileError(
+                f"the model bytes are not an ONNX model ({type(exc).__name__}: {exc}); pass "
+                "the bytes of a .onnx file", node="",
+            ) from None
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.isfile(path):
+            raise CompileError(
+                f"model file {path!r} does not exist; give the path of an .onnx file", node=""
+            )
+        try:
+            return onnx.load(path)
+        except Exception as exc:  # noqa: BLE001
+            raise CompileError(
+                f"model file {path!r} is not a readable ONNX model ({type(exc).__name__}: "
+                f"{exc}); re-export it with torch.onnx.export or onnx.save", node="",
+            ) from None
+    raise CompileError(
+        f"cannot compile a {type(model).__name__}: give an onnx.ModelProto, a path to an .onnx "
+        "file, or its bytes", node="",
+    )
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return 0
+
+
+def _tensor_type(vi: onnx.ValueInfoProto) -> TensorType | None:
+    t = vi.type
+    if not t.HasField("tensor_type"):
+        return None
+    tt = t.tensor_type
+    dtype = DTYPE_NAMES.get(tt.elem_type, f"onnx:{tt.elem_type}")
+    if not tt.HasField("shape"):
+        return TensorType(dtype, None)
+    dims = tuple(int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim)
+    return TensorType(dtype, dims)
+
+
+def _name_nodes(graph: onnx.GraphProto) -> None:
+    seen: set[str] = set()
+    for i, node in enumerate(graph.node):
+        base = node.name or f"{node.op_type}_{i}"
+        name, k = base, 1
+        while name in seen:
+            name, k = f"{base}_{k}", k + 1
+        node.name = name
+        seen.add(name)
+
+
+def _original_dtype(
+    node: onnx.NodeProto, types: Mapping[str, TensorType]
+) -> str | None:
+    ins = [types[n].dtype for n in node.input if n and n in types]
+    outs = [types[n].dtype for n in node.output if n and n in types]
+    if node.input and node.input[0] in types and types[node.input[0]].dtype in FLOAT_NAMES:
+        return types[node.input[0]].dtype
+    if outs:
+        return outs[0]
+    floats = [d for d in ins if d in FLOAT_NAMES]
+    if floats:
+        return floats[0]
+    return ins[0] if ins else None
+
+
+def import_model(model: Any, *, name: str = "") -> ImportedModel:
+    """Load, check, convert and describe ``model`` (see the module docstring)."""
+    proto = load_model(model)
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CompileError(
+            f"the model is malformed: {first}; fix the model (onnx.checker.check_model shows "
+            "the full report)", node="",
+        ) from None
+    notes: list[str] = []
+    opset = _opset(proto)
+    converted_from: int | None = None
+    if 0 < opset < PINNED_OPSET:
+        try:
+            from onnx import version_converter
+
+            proto = version_converter.convert_version(proto, PINNED_OPSET)
+            converted_from, opset = opset, PINNED_OPSET
+        except Exception as exc:  # noqa: BLE001 - the converter raises many kinds
+            notes.append(
+                f"opset {opset} could not be converted to {PINNED_OPSET} ({exc}); simulated "
+                "at its own opset"
+            )
+    graph = proto.graph
+    for node in graph.node:
+        if node.domain not in _KNOWN_DOMAINS and node.domain != "com.microsoft":
+            raise CompileError(
+                f"node {node.name or node.op_type!r}: operator {node.op_type!r} of domain "
+                f"{node.domain!r} is not supported by the simulator (custom operator); replace "
+                "it with standard ONNX operators", node=node.name,
+            )
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
+            raise CompileError(
+                f"node {node.name or node.op_type!r}: {node.op_type!r} is not an ONNX operator; "
+                "check the op type's spelling or export the model again", node=node.name,
+            )
+    _name_nodes(graph)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"shape inference failed ({exc}); types from the model only")
+        inferred = proto
+    types: dict[str, TensorType] = {}
+    ig = inferred.graph
+    for vi in [*ig.input, *ig.value_info, *ig.output]:
+        tt = _tensor_type(vi)
+        if tt is not None:
+            types[vi.name] = tt
+    for init in ig.initializer:
+        types.setdefault(
+            init.name,
+            TensorType(DTYPE_NAMES.get(init.data_type, f"onnx:{init.data_type}"),
+                       tuple(int(d) for d in init.dims)),
+        )
+    initializers = frozenset(i.name for i in graph.initializer)
+    producer: dict[str, str] = {}
+    infos: list[NodeInfo] = []
+    for node in graph.node:
+        ranks = [
+            len(types[n].shape or ()) if n in types and types[n].shape is not None else None
+            for n in node.input
+        ]
+        orig = _original_dtype(node, types)
+        preds = tuple(dict.fromkeys(
+            producer[n] for n in node.input
+            if n in producer and n in types and types[n].dtype in FLOAT_NAMES
+        ))
+        infos.append(NodeInfo(
+            name=node.name, onnx_op=node.op_type, op_type=ascend_op_type(node.op_type, ranks),
+            original_dtype=orig, predecessors=preds,
+        ))
+        for out in node.output:
+            if out:
+                producer[out] = node.name
+    inputs = tuple(i.name for i in graph.input if i.name not in initializers)
+    return ImportedModel(
+        model=proto,
+        name=name or graph.name or "model",
+        opset=opset,
+        converted_from=converted_from,
+        types=types,
+        nodes=tuple(infos),
+        initializers=initializers,
+        inputs=inputs,
+        outputs=tuple(o.name for o in graph.output),
+        notes=tuple(notes),
+    )

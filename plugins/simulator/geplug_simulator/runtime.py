@@ -1,0 +1,246 @@
+"""The simulator runtime: compiles ONNX models for a system's product.
+
+Pipeline (DESIGN.md "The simulator"): import (opset pinned) -> per-node decisions from the
+core (:func:`geplug.precision.decide`) -> Cast-pair rewrite -> one onnxruntime CPU session
+(explicit threads, spinning off, ORT_ENABLE_BASIC, which keeps node names and Cast pairs) ->
+kernel_meta files and simulated op times. A start-up self-check verifies that a float16
+overflow still yields inf.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+from geplug.errors import BackendError, CompileError
+from geplug.events import GraphEvent, OpRecord, RunInfo
+from geplug.precision import decide
+from geplug_simulator.compiled import CompiledModel
+from geplug_simulator.cost import OpCost, estimate
+from geplug_simulator.importer import ImportedModel, import_model
+from geplug_simulator.kernel_meta import KernelSpec, write_kernel_meta
+from geplug_simulator.rewrite import RewrittenModel, rewrite
+
+if TYPE_CHECKING:
+    from geplug.runtime.system import System
+
+__all__ = ["THREADS_ENV", "SessionFactory", "SimRuntime", "self_check", "session_options"]
+
+THREADS_ENV = "GEPLUG_SIM_THREADS"
+"""Intra-op thread count of the simulator's sessions (default: min(4, CPU count))."""
+
+_self_check_lock = threading.Lock()
+_self_check_done = False
+
+
+def default_threads() -> int:
+    """Threads per session: ``GEPLUG_SIM_THREADS`` or min(4, CPU count)."""
+    raw = os.environ.get(THREADS_ENV, "")
+    if raw.strip().isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def session_options(threads: int | None = None) -> ort.SessionOptions:
+    """The simulator's session options (explicit threads, no spinning, node names kept)."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads or default_threads()
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    so.log_severity_level = 3
+    return so
+
+
+def _node_of(message: str) -> str:
+    found = re.search(r"[Nn]ode(?: with name)? ?\(?'?([^'\s)]+)'?\)?", message)
+    return found.group(1) if found else ""
+
+
+class SessionFactory:
+    """Makes onnxruntime sessions of rewritten models with the simulator's options."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+
+    def session(self, model: onnx.ModelProto, name: str) -> ort.InferenceSession:
+        """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`."""
+        try:
+            return ort.InferenceSession(
+                model.SerializeToString(), session_options(self.threads),
+                providers=["CPUExecutionProvider"],
+            )
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            node = _node_of(text).split("::")[0]
+            raise CompileError(
+                f"model {name!r} cannot be executed by the simulator"
+                + (f" at node {node!r}" if node else "")
+                + f": {text}. The operator, its attributes or its dtypes are not supported by "
+                "the onnxruntime CPU kernels the simulator uses", node=node,
+            ) from None
+
+    def exposed(self, rewritten: RewrittenModel) -> tuple[ort.InferenceSession, list[str]]:
+        """A second session of ``rewritten`` exposing every op's device tensors."""
+        model = onnx.ModelProto()
+        model.CopyFrom(rewritten.model)
+        present = {o.name for o in model.graph.output}
+        produced = {o for n in model.graph.node for o in n.output}
+        names: list[str] = []
+        for refs in (*rewritten.op_inputs.values(), *rewritten.op_outputs.values()):
+            for ref in refs:
+                if ref.name in present or ref.name not in produced:
+                    continue
+                elem = rewritten.value_types.get(ref.name)
+                if elem is None:
+                    continue
+                present.add(ref.name)
+                names.append(ref.name)
+                model.graph.output.append(helper.make_tensor_value_info(ref.name, elem, None))
+        return self.session(model, model.graph.name), names
+
+
+def self_check(factory: SessionFactory | None = None) -> None:
+    """Check once per process that a float16 overflow yields inf through the Cast pair."""
+    global _self_check_done
+    with _self_check_lock:
+        if _self_check_done:
+            return
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+        nodes = [
+            helper.make_node("Mul", ["x", "x"], ["m"], name="square"),
+            helper.make_node("Cast", ["m"], ["m16"], to=TensorProto.FLOAT16, name="to16"),
+            helper.make_node("Cast", ["m16"], ["y"], to=TensorProto.FLOAT, name="to32"),
+        ]
+        model = helper.make_model(helper.make_graph(nodes, "self_check", [x], [y]),
+                                  opset_imports=[helper.make_opsetid("", 17)])
+        sess = (factory or SessionFactory(1)).session(model, "self_check")
+        out = sess.run(None, {"x": np.array([300.0, 2.0], np.float32)})[0]
+        if not (np.isposinf(out[0]) and out[1] == 4.0):
+            raise BackendError(
+                f"simulator self-check failed: 300*300 rounded to float16 gave {out[0]!r} "
+                f"instead of inf (onnxruntime {ort.__version__} folds Cast pairs); install an "
+                "onnxruntime version that keeps them", reasons={"simulator": "self-check"},
+            )
+        _self_check_done = True
+
+
+def _shape(imported: ImportedModel, name: str) -> tuple[int | None, ...] | None:
+    t = imported.types.get(name)
+    return t.shape if t is not None else None
+
+
+def _dtype(imported: ImportedModel, name: str) -> str:
+    t = imported.types.get(name)
+    return t.dtype if t is not None else "float32"
+
+
+class SimRuntime:
+    """What ``geplug_init_system`` returns: compiles models for ``system``."""
+
+    def __init__(self, system: System, *, threads: int | None = None) -> None:
+        self.system = system
+        self.factory = SessionFactory(threads)
+        self.models: list[CompiledModel] = []
+        self_check(self.factory)
+
+    def compile(self, model: Any, *, name: str = "", **options: Any) -> CompiledModel:
+        """Compile ``model`` (a path, bytes or ``onnx.ModelProto``) for the product."""
+        unknown = sorted(set(options) - {"threads"})
+        if unknown:
+            raise CompileError(
+                f"unknown compile option {unknown[0]!r}; the simulator accepts name= and "
+                "threads=", node="",
+            )
+        system = self.system
+        if not name and isinstance(model, (str, os.PathLike)):
+            name = os.path.splitext(os.path.basename(os.fspath(model)))[0]
+        imported = import_model(model, name=name)
+        decisions = tuple(decide(imported.nodes, system.product, system.config))
+        rewritten = rewrite(imported, decisions)
+        factory = SessionFactory(options.get("threads", self.factory.threads))
+        session = factory.session(rewritten.model, imported.name)
+        costs, specs = self._costs(imported, decisions)
+        records = self._records(decisions, costs)
+        kernel_files = write_kernel_meta(system.product, system.config, specs)
+        model_id = system.next_model_id()
+        compiled = CompiledModel(
+            system=system, imported=imported, decisions=decisions, rewritten=rewritten,
+            session=session, costs=costs, records=records, model_id=model_id,
+            kernel_meta_files=tuple(kernel_files), session_factory=factory,
+        )
+        if system.profiling_enabled:
+            system.emit_profile(GraphEvent(
+                run=RunInfo(system=system, model_name=imported.name, model_id=model_id,
+                            step=-1, device_id=system.device_id),
+                ops=records,
+            ))
+        self.models.append(compiled)
+        return compiled
+
+    def _costs(
+        self, imported: ImportedModel, decisions: Sequence[Any]
+    ) -> tuple[dict[str, OpCost], list[KernelSpec]]:
+        costs: dict[str, OpCost] = {}
+        specs: list[KernelSpec] = []
+        graph_nodes = {n.name: n for n in imported.model.graph.node}
+        for d in decisions:
+            node = graph_nodes[d.node]
+            ins = [n for n in node.input if n]
+            outs = [n for n in node.output if n]
+            in_dt = [d.dtype if _dtype(imported, n) == d.original_dtype and d.dtype else
+                     _dtype(imported, n) for n in ins]
+            out_dt = [d.output_dtype if _dtype(imported, n) == d.original_dtype and
+                      d.output_dtype else _dtype(imported, n) for n in outs]
+            kernel = 1
+            if len(ins) > 1 and d.op_class == "matrix" and d.op_type not in (
+                "MatMulV2", "BatchMatMulV2"
+            ):
+                wshape = _shape(imported, ins[1]) or ()
+                kernel = int(np.prod([int(x or 1) for x in wshape[1:]])) if wshape else 1
+            elif d.op_type == "Pooling":
+                for a in node.attribute:
+                    if a.name == "kernel_shape":
+                        kernel = int(np.prod(list(a.ints)))
+                if node.op_type.startswith("Global"):
+                    s = _shape(imported, ins[0]) or ()
+                    kernel = int(np.prod([int(x or 1) for x in s[2:]])) if s else 1
+            cost = estimate(d, self.system.product, [_shape(imported, n) for n in ins], in_dt,
+                            [_shape(imported, n) for n in outs], out_dt, kernel_numel=kernel)
+            costs[d.node] = cost
+            specs.append(KernelSpec(
+                decision=d, input_shapes=tuple(_shape(imported, n) for n in ins),
+                input_dtypes=tuple(_dtype(imported, n) for n in ins),
+                output_shapes=tuple(_shape(imported, n) for n in outs),
+                output_dtypes=tuple(_dtype(imported, n) for n in outs),
+                block_dim=cost.block_dim,
+            ))
+        return costs, specs
+
+    def _records(self, decisions: Sequence[Any], costs: dict[str, OpCost]) -> tuple[OpRecord, ...]:
+        return tuple(
+            OpRecord(
+                name=d.node, op_type=d.op_type, onnx_op=d.onnx_op, engine=d.engine,
+                dtype=d.dtype or "float32", impl_mode=d.impl_mode,
+                task_id=self.system.next_task_id(), stream_id=0,
+                block_dim=costs[d.node].block_dim, task_type=costs[d.node].task_type,
+            )
+            for d in decisions
+        )
+
+    def close(self) -> None:
+        """Release every compiled model's sessions."""
+        for m in self.models:
+            m.close()
+        self.models.clear()

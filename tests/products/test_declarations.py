@@ -1,0 +1,243 @@
+"""Cross-product checks of the shipped declarations: run against every installed product."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from geplug.products import OpSupport, Product
+from geplug.testing.plugin import installed_products
+
+REQUIRED_OPS = (
+    "MatMulV2", "BatchMatMulV2", "Conv2D", "Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid",
+    "Tanh", "Exp", "Log", "Sqrt", "SoftmaxV2", "LayerNorm", "Pooling", "LRN", "ROIAlign",
+    "ReduceSum", "ReduceMean", "Cast", "Transpose", "Reshape", "Concat", "Gather",
+)
+CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose")
+BF16_MODES = ("allow_mix_precision_bf16", "allow_fp32_to_bf16", "mixed_bfloat16")
+DUMP_DEBUG_MODES = ("aicore_overflow", "atomic_overflow", "all")
+TORCH_MODES = ("allow_fp32_to_fp16", "must_keep_origin_dtype")
+"""The only ACL_PRECISION_MODE values torch_npu accepts (options.md §5.1)."""
+
+
+def _all_entries(product: Product) -> list[OpSupport]:
+    return [*product.ops.values(), product.default_op]
+
+
+def test_required_ops_are_declared(product: Product) -> None:
+    assert [op for op in REQUIRED_OPS if op not in product.ops] == []
+
+
+def test_unlisted_op_uses_the_default_entry(product: Product) -> None:
+    entry = product.op("SomeUnlistedOnnxOp")
+    assert entry.op_type == "SomeUnlistedOnnxOp"
+    assert entry.aicore_dtypes == product.default_op.aicore_dtypes
+
+
+def test_every_op_runs_somewhere(product: Product) -> None:
+    assert [e.op_type for e in _all_entries(product)
+            if not (e.aicore_dtypes or e.aicpu_dtypes)] == []
+
+
+@pytest.mark.parametrize("op_type", CUBE_OPS)
+def test_cube_ops_are_matrix_white_list_ops(product: Product, op_type: str) -> None:
+    entry = product.op(op_type)
+    assert entry.op_class == "matrix"
+    assert entry.precision_reduce is True
+    assert "float16" in entry.aicore_dtypes
+
+
+def test_only_cube_ops_are_matrix_ops(product: Product) -> None:
+    assert {e.op_type for e in product.ops.values() if e.op_class == "matrix"} == set(CUBE_OPS)
+
+
+def test_inference_defaults_are_accepted_modes(product: Product) -> None:
+    assert product.precision.default_inference in product.precision.modes
+    assert product.precision.default_inference_v2 in product.precision.modes_v2
+
+
+def test_training_defaults_are_accepted_modes_or_empty(product: Product) -> None:
+    precision = product.precision
+    if product.runtime.training:
+        assert precision.default_training in precision.modes
+        assert precision.default_training_v2 in ("", *precision.modes_v2)
+    else:
+        assert (precision.default_training, precision.default_training_v2) == ("", "")
+
+
+def test_torch_default_is_a_value_torch_accepts(product: Product) -> None:
+    assert product.precision.torch_default in TORCH_MODES
+
+
+def test_atc_only_modes_are_not_session_modes(product: Product) -> None:
+    session = {*product.precision.modes, *product.precision.modes_v2}
+    assert session.isdisjoint(product.precision.atc_only_modes)
+
+
+def test_bfloat16_ops_exactly_where_bf16_modes_exist(product: Product) -> None:
+    accepted = {*product.precision.modes, *product.precision.modes_v2,
+                *product.precision.atc_only_modes}
+    has_bf16_modes = any(mode in accepted for mode in BF16_MODES)
+    has_bf16_ops = any("bfloat16" in e.aicore_dtypes for e in _all_entries(product))
+    assert has_bf16_ops == has_bf16_modes
+
+
+def test_cube_dtypes_have_cube_throughput(product: Product) -> None:
+    dtypes = {d for op in CUBE_OPS for d in product.op(op).aicore_dtypes}
+    assert dtypes <= set(product.compute.cube_tflops)
+
+
+def test_vector_float_dtypes_have_vector_throughput(product: Product) -> None:
+    floats = {"float16", "bfloat16", "float32"}
+    dtypes = {d for e in _all_entries(product) if e.op_class == "vector"
+              for d in e.aicore_dtypes if d in floats}
+    assert dtypes <= set(product.compute.vector_tflops)
+
+
+def test_compute_model_is_approximate_and_positive(product: Product) -> None:
+    compute = product.compute
+    assert compute.approximate
+    assert compute.source
+    numbers = [compute.ai_cores, compute.vector_cores, compute.clock_mhz,
+               compute.memory_bandwidth_gbps, compute.aicpu_gflops, compute.launch_overhead_us,
+               *compute.cube_tflops.values(), *compute.vector_tflops.values()]
+    assert min(numbers) > 0
+
+
+def test_op_impl_modes_are_accepted_ini_values(product: Product) -> None:
+    allowed = set(product.implmode.ini_values)
+    assert {m for e in _all_entries(product) for m in e.impl_modes} <= allowed
+
+
+def test_builtin_lists_name_ops_with_that_mode(product: Product) -> None:
+    wrong = [(stem, op) for stem, entries in product.implmode.builtin_lists.items()
+             for op, mode in entries.items() if mode not in product.op(op).impl_modes]
+    assert wrong == []
+
+
+def test_optypelist_ops_have_both_modes(product: Product) -> None:
+    for op in product.implmode.optypelist_allowed:
+        assert {"high_precision", "high_performance"} <= set(product.op(op).impl_modes)
+
+
+def test_default_impl_mode_is_a_select_value(product: Product) -> None:
+    assert product.implmode.default_mode in product.implmode.select_values
+
+
+def test_dump_debug_modes_are_known_values(product: Product) -> None:
+    assert set(product.dump.debug_modes) <= set(DUMP_DEBUG_MODES)
+
+
+def test_dump_debug_modes_only_with_training(product: Product) -> None:
+    assert bool(product.dump.debug_modes) == product.runtime.training
+
+
+def test_overflow_mode_is_known(product: Product) -> None:
+    assert product.dump.overflow_mode in ("inf_nan", "saturation")
+
+
+def test_default_aic_metrics_group_is_listed(product: Product) -> None:
+    assert product.supports("profiling.aic_metrics", product.profiling.aic_metrics_default)
+
+
+def test_pmu_columns_exist_for_exactly_the_listed_groups(product: Product) -> None:
+    assert set(product.profiling.pmu_columns) == set(product.profiling.aic_metrics)
+
+
+def test_pmu_blocks_start_with_time_and_cycles(product: Product) -> None:
+    cycles = "aic_total_cycles" if product.profiling.split_cores else "total_cycles"
+    for columns in product.profiling.pmu_columns.values():
+        assert columns[:2] == ("aicore_time(us)", cycles)
+
+
+def test_pmu_prefixes_follow_split_cores(product: Product) -> None:
+    derived = {"aicore_time(us)", "total_cycles", "cube_utilization(%)", "memory_bound"}
+    for columns in product.profiling.pmu_columns.values():
+        prefixed = [c for c in columns if c not in derived]
+        if product.profiling.split_cores:
+            assert all(c.startswith(("aic_", "aiv_")) for c in prefixed)
+        else:
+            assert not any(c.startswith(("aic_", "aiv_")) for c in prefixed)
+
+
+def test_pmu_blocks_have_no_duplicate_columns(product: Product) -> None:
+    for columns in product.profiling.pmu_columns.values():
+        assert len(columns) == len(set(columns))
+
+
+def test_aliases_point_at_listed_groups(product: Product) -> None:
+    assert set(product.profiling.aic_metrics_aliases.values()) <= set(product.profiling.aic_metrics)
+
+
+def test_frequency_defaults_lie_in_their_ranges(product: Product) -> None:
+    for freq in product.profiling.frequencies.values():
+        assert freq.min <= (freq.default if freq.default is not None else freq.min) <= freq.max
+        assert all(limit >= freq.max for limit in freq.item_max.values())
+
+
+def test_instr_profiling_freq_exactly_with_frequency_style(product: Product) -> None:
+    has_freq = "instr_profiling_freq" in product.profiling.frequencies
+    assert has_freq == (product.profiling.instr_profiling == "frequency")
+
+
+def test_sys_io_targets_exactly_with_sys_io_sampling(product: Product) -> None:
+    has_freq = "sys_io_sampling_freq" in product.profiling.frequencies
+    assert has_freq == bool(product.profiling.sys_io_targets)
+
+
+def test_interconnect_targets_exactly_with_interconnect_sampling(product: Product) -> None:
+    has_freq = "sys_interconnection_freq" in product.profiling.frequencies
+    assert has_freq == bool(product.profiling.interconnect_targets)
+
+
+def test_kernel_meta_levels_zero_to_four(product: Product) -> None:
+    kernel_meta = product.debug.kernel_meta
+    assert sorted(kernel_meta) == ["0", "1", "2", "3", "4"]
+    assert kernel_meta["0"] == ()
+    assert set(kernel_meta["3"]) == {".o", ".json"}
+
+
+def test_kernel_meta_debug_levels_keep_objects(product: Product) -> None:
+    for level in ("1", "2", "4"):
+        assert {".o", ".json"} <= set(product.debug.kernel_meta[level])
+
+
+def test_compute_json_only_with_ub_fusion(product: Product) -> None:
+    keeps = "_compute.json" in product.debug.kernel_meta["4"]
+    assert keeps == product.debug.ub_fusion
+
+
+def test_training_trace_only_with_training(product: Product) -> None:
+    assert product.profiling.training_trace == product.runtime.training
+
+
+def test_rank_tables_only_with_initialize_system(product: Product) -> None:
+    if not product.runtime.initialize_system:
+        assert product.runtime.rank_table_versions == ()
+
+
+def test_soc_versions_are_unique_across_products() -> None:
+    owners: dict[str, list[str]] = defaultdict(list)
+    for product in installed_products():
+        for soc in product.soc_versions:
+            owners[soc].append(product.name)
+    assert {soc: names for soc, names in owners.items() if len(names) > 1} == {}
+
+
+def test_mixed_precision_lists_agree_across_products() -> None:
+    seen: dict[str, set[object]] = defaultdict(set)
+    for product in installed_products():
+        for op_type, entry in product.ops.items():
+            seen[op_type].add(entry.precision_reduce)
+    assert {op: flags for op, flags in seen.items() if len(flags) > 1} == {}
+
+
+def test_high_precision_impl_modes_agree_across_products() -> None:
+    seen: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    shared = ("high_precision", "high_performance")
+    for product in installed_products():
+        for op_type, entry in product.ops.items():
+            if entry.op_class == "vector":
+                seen[op_type].add(tuple(m for m in entry.impl_modes if m in shared))
+    assert {op: modes for op, modes in seen.items() if len(modes) > 1} == {}
