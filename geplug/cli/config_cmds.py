@@ -134,7 +134,7 @@ def _check_cmd(args: argparse.Namespace) -> int:
     return EXIT_FINDING if failed else EXIT_OK
 
 
-def _resolved(args: argparse.Namespace) -> tuple[Any, Any] | int:
+def _resolved(args: argparse.Namespace) -> tuple[Any, Any, Any] | int:
     from geplug.config import check, resolve
 
     read = _read(args)

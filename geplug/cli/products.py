@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["NO_PRODUCTS", "add_parser"]
@@ -56,10 +57,10 @@ def _dump_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _table(rows: list[tuple[str, ...]]) -> str:
+def _table(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ) + "\n"
 
 

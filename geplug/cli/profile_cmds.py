@@ -17,12 +17,14 @@ def add_parser(subparsers: Any) -> None:
     )
     sub = parser.add_subparsers(dest="profile_command", metavar="SUBCOMMAND")
     summary = sub.add_parser("summary", help="top ops, per-type statistics and step times")
-    summary.add_argument("dir", metavar="DIR", help="a PROF_* directory or the output containing it")
+    summary.add_argument("dir", metavar="DIR",
+                         help="a PROF_* directory or the output containing it")
     summary.add_argument("--format", choices=("text", "json"), default="text")
     summary.add_argument("--top", type=int, default=10, help="how many ops to list (10)")
     summary.set_defaults(func=_summary)
     plot = sub.add_parser("plot", help="timeline and top-ops chart as a PNG (needs matplotlib)")
-    plot.add_argument("dir", metavar="DIR", help="a PROF_* directory or the output containing it")
+    plot.add_argument("dir", metavar="DIR",
+                      help="a PROF_* directory or the output containing it")
     plot.add_argument("--out", required=True, metavar="FILE.png", help="the image to write")
     plot.add_argument("--top", type=int, default=15)
     plot.set_defaults(func=_plot)

@@ -24,6 +24,11 @@ from geplug.products.schema import Product
 
 __all__ = ["check"]
 
+
+def _digits(text: str) -> bool:
+    """ASCII decimal digits only (``str.isdigit`` also accepts superscripts int() rejects)."""
+    return text.isascii() and text.isdigit()
+
 MIXED_V1 = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
 MIXED_V2 = ("mixed_float16", "mixed_bfloat16", "mixed_hif8")
 BF16_MODES = ("allow_mix_precision_bf16", "allow_fp32_to_bf16", "mixed_bfloat16")
@@ -248,7 +253,7 @@ def _custom_metrics(ctx: _Ctx, path: str, value: str) -> None:
     for event in events:
         try:
             number = int(event, 16) if event.startswith("0x") else int(event, 10)
-            if not event or not (event.startswith("0x") or event.isdigit()):
+            if not event or not (event.startswith("0x") or _digits(event)):
                 raise ValueError(event)
         except ValueError:
             ctx.err(path, value, f"{prefix} event {event!r}: only hexadecimal or decimal "
@@ -267,7 +272,7 @@ def _frequency(ctx: _Ctx, key: str, path: str, value: str) -> None:
     if value in ("", "0"):
         return
     dashed = key.replace("_", "-")
-    if not value.isdigit():
+    if not _digits(value):
         ctx.err(path, value, f"{dashed} is invalid. It should be nonnegative integer.",
                 'write a number as a string, e.g. "50"', code="EK0003")
         return
@@ -517,8 +522,6 @@ def _debug(ctx: _Ctx) -> None:
 def _exception_dump(ctx: _Ctx) -> None:
     value = ctx.c.enable_exception_dump
     if value is None:
-        if ctx.env.get("NPU_COLLECT_PATH"):
-            return
         return
     if value not in (0, 1, 2):
         ctx.err("enable_exception_dump", value, "enable_exception_dump should be one of 0, 1 "
@@ -607,7 +610,7 @@ def _environment(ctx: _Ctx) -> None:
         if raw is None or raw == "":
             continue
         text = raw.strip()
-        if not text.lstrip("-").isdigit():
+        if not _digits(text.lstrip("-")):
             ctx.err(name, raw, f"{name} is invalid, should be int, such as 0, 1, 2.",
                     f"export {name}=0")
         elif int(text) < 0:

@@ -18,7 +18,7 @@ from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER, OPTIONS
 from geplug.products.schema import Product
 
-__all__ = ["TARGETS", "expressible", "export", "materialised_defaults", "read_export"]
+__all__ = ["TARGETS", "export", "expressible", "materialised_defaults", "read_export"]
 
 TARGETS = ("ge", "tf", "atc", "torch")
 _TARGET_FRONT_END = {"ge": "ge", "tf": "tf", "atc": "atc", "torch": "torch"}
@@ -115,6 +115,14 @@ def export(config: SessionConfig, product: Product, to: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _py_str(text: str) -> str:
+    """A Python string literal, double-quoted as in the seed when that is possible."""
+    literal = repr(text)
+    if literal.startswith("'") and '"' not in text and "\\" not in literal:
+        literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
+    return literal
+
+
 def _tf(values: dict[str, Any]) -> str:
     lines = [
         "import tensorflow as tf",
@@ -133,7 +141,7 @@ def _tf(values: dict[str, Any]) -> str:
         elif spec.tf_accessor == "i":
             rhs = str(value)
         else:
-            rhs = f"tf.compat.as_bytes({json.dumps(_text(value))})"
+            rhs = f"tf.compat.as_bytes({_py_str(_text(value))})"
         lines.append(f"{target} = {rhs}")
     lines += [
         "config.graph_options.rewrite_options.remapping = RewriterConfig.OFF",
@@ -160,9 +168,10 @@ def read_export(text: str, to: str) -> SessionConfig:
     if key == "tf":
         return parse.ensure(parse.parse_tf_snippet(text), "TF snippet")
     if key == "atc":
-        command = " ".join(line for line in text.splitlines()
-                           if line.strip() and not line.lstrip().startswith("#"))
-        return parse.ensure(parse.parse_atc_args(command), "ATC command line")
+        lines = text.split("\n")
+        while lines and (not lines[0].strip() or lines[0].startswith("#")):
+            lines.pop(0)
+        return parse.ensure(parse.parse_atc_args("\n".join(lines)), "ATC command line")
     start, end = text.find("set_option(") + len("set_option("), text.rfind(")")
     try:
         data = json.loads(text[start:end])

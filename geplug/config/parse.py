@@ -50,6 +50,11 @@ __all__ = [
     "parse_torch_options",
 ]
 
+
+def _digits(text: str) -> bool:
+    """ASCII decimal digits only (``str.isdigit`` also accepts superscripts int() rejects)."""
+    return text.isascii() and text.isdigit()
+
 Parsed = tuple[SessionConfig, list[Problem]]
 
 MAX_VALUE_CHARS = 4096
@@ -102,8 +107,10 @@ def _unknown(option: str, value: Any, known: Iterable[str], what: str) -> Proble
 
 def _short(value: Any) -> Any:
     """A value shortened for reports (huge strings must not flood the terminal)."""
-    if isinstance(value, (str, bytes)) and len(value) > 200:
-        return value[:200] + ("..." if isinstance(value, str) else b"...")
+    if isinstance(value, str) and len(value) > 200:
+        return value[:200] + "..."
+    if isinstance(value, bytes) and len(value) > 200:
+        return value[:200] + b"..."
     return value
 
 
@@ -215,7 +222,7 @@ def _convert(option: str, value: Any, kind: str, problems: list[Problem]) -> Any
                 return None
             return value
         hint = f"write {value} without quotes" if isinstance(value, str) and \
-            value.strip().lstrip("-").isdigit() else ""
+            _digits(value.strip().lstrip("-")) else ""
         problems.append(_type_problem(option, value, "an integer", hint))
         return None
     if kind == "str":
@@ -321,7 +328,7 @@ def parse_tf_parameter_map(parameter_map: Any) -> Parsed:
                 problems.append(Problem(option=key, value=_short(raw), severity="warning",
                                         message="not modelled by geplug; left unchecked"))
                 continue
-            problems.append(_unknown(str(raw_key), raw, list(OPTION_ORDER) + ["soc_config"],
+            problems.append(_unknown(str(raw_key), raw, [*OPTION_ORDER, "soc_config"],
                                      "options"))
             continue
         spec = OPTIONS[key]
@@ -431,7 +438,7 @@ def parse_ge_options(options: Any) -> Parsed:
             values[name] = raw == "1"
         elif kind == "int":
             text = raw.strip()
-            if not (text.lstrip("-").isdigit() and len(text) < 12):
+            if not (_digits(text.lstrip("-")) and len(text) < 12):
                 problems.append(Problem(option=key, value=raw, severity="error",
                                         message="expected an integer as decimal text",
                                         hint='e.g. "0"', code="E10001"))
@@ -504,7 +511,7 @@ def parse_atc_args(args: Any) -> Parsed:
                                     message=msg, hint=f"give a value: --{flag}=...", code=code))
             continue
         if OPTIONS[name].kind == "int":
-            if not (value.lstrip("-").isdigit() and len(value) < 12):
+            if not (_digits(value.lstrip("-")) and len(value) < 12):
                 problems.append(Problem(
                     option=f"--{flag}", value=_short(value), severity="error",
                     message=f"Value {value} for parameter --{flag} is invalid. Reason: The "

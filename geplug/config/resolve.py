@@ -16,10 +16,16 @@ import attrs
 from geplug.config.defaults import default_exception_dump, default_precision, graph_run_mode
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER
+from geplug.config.problems import Problem
 from geplug.config.resolved import ResolvedConfig, Source
 from geplug.products.schema import Product
 
 __all__ = ["default_profiling_options", "resolve"]
+
+
+def _digits(text: str) -> bool:
+    """ASCII decimal digits only (``str.isdigit`` also accepts superscripts int() rejects)."""
+    return text.isascii() and text.isdigit()
 
 NPU_COLLECT_DEBUG_ITEMS = ("dump_cce", "dump_loc", "ccec_g")
 """FE's internal op_debug_config with NPU_COLLECT_PATH and no config (options.md §7.2 lists
@@ -43,7 +49,7 @@ def default_profiling_options(product: Product, run_mode: int) -> ProfilingOptio
 
 def _int_env(env: Mapping[str, str], name: str) -> int | None:
     raw = (env.get(name) or "").strip()
-    return int(raw) if raw.isdigit() else None
+    return int(raw) if _digits(raw) else None
 
 
 def resolve(
@@ -96,7 +102,8 @@ def resolve(
         if opts is None:
             from geplug.config.parse import parse_profiling_options
 
-            env_opts, problems = (None, [])
+            env_opts: ProfilingOptions | None = None
+            problems: list[Problem] = []
             if c.profiling_mode is None and env.get("PROFILING_OPTIONS"):
                 env_opts, problems = parse_profiling_options(env["PROFILING_OPTIONS"])
             if env_opts is not None and not any(p.severity == "error" for p in problems):

@@ -137,9 +137,10 @@ class CompareReport:
         ]
         for op in self.ops:
             mark = ">>" if op is first else (" !" if op.failed else "  ")
+            first_head = (f"{mark} {op.step:>4} {op.task_id:>5}  {op.op_type[:14]:<14} "
+                          f"{op.op_name[:28]:<28}")
             for i, t in enumerate(op.tensors):
-                head = (f"{mark} {op.step:>4} {op.task_id:>5}  {op.op_type[:14]:<14} "
-                        f"{op.op_name[:28]:<28}") if i == 0 else " " * 65
+                head = first_head if i == 0 else " " * len(first_head)
                 lines.append(
                     f"{head} {t.tensor:<9} {_num(t.cosine):>9} {_num(t.max_abs):>10} "
                     f"{_num(t.max_rel):>10}  {t.status}"

@@ -249,14 +249,15 @@ class OverflowWriter:
             self._warned.add(op.name)
         if first_time:
             worst = finding.outputs[0]
-            warnings.warn(
+            # explicit location: the user's frame is many plugin-call levels up
+            warnings.warn_explicit(
                 OverflowWarning(
                     f"overflow at op {op.name!r} ({op.op_type}, {op.dtype}) in step {run.step}: "
                     f"output {worst.index} has {worst.pos_inf} +inf, {worst.neg_inf} -inf, "
                     f"{worst.nan} NaN, {worst.saturated} saturated value(s) although its inputs "
                     f"are finite; see {txt_path}"
                 ),
-                stacklevel=2,
+                OverflowWarning, filename="geplug-dump", lineno=0, module="geplug.dump.overflow",
             )
         return [json_path, txt_path]
 

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from geplug.dump.data_writer import DataDumpWriter
-from geplug.dump.exception import ExceptionDumpWriter, exception_dump_location
-from geplug.dump.layout import DumpLayout
-from geplug.dump.overflow import OverflowWriter, find_overflow
 from geplug.dump.policy import dump_layer_names, step_selected
-from geplug.dump.stats import StatsWriter
 from geplug.errors import DumpError
 from geplug.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from geplug.dump.data_writer import DataDumpWriter
+    from geplug.dump.overflow import OverflowWriter
+    from geplug.dump.stats import StatsWriter
     from geplug.events import DumpEvent
     from geplug.runtime.system import System
 
@@ -33,6 +31,13 @@ class SystemDumpState:
     """Everything the dump writers keep for one system."""
 
     def __init__(self, system: System) -> None:
+        # the writers (numpy, protobuf) load on first use, so loading plugins stays cheap
+        from geplug.dump.data_writer import DataDumpWriter
+        from geplug.dump.exception import ExceptionDumpWriter, exception_dump_location
+        from geplug.dump.layout import DumpLayout
+        from geplug.dump.overflow import OverflowWriter
+        from geplug.dump.stats import StatsWriter
+
         resolved = system.config
         cfg = resolved.config
         product = system.product
@@ -43,7 +48,7 @@ class SystemDumpState:
         self.debug_mode = cfg.dump_debug_mode or "all"
         self.saturation = product.dump.overflow_mode == "saturation"
         root = resolved.dump_root or cfg.dump_path
-        self.layout: DumpLayout | None = None
+        self.layout: Any = None
         self.data: DataDumpWriter | None = None
         self.overflow: OverflowWriter | None = None
         self.stats: StatsWriter | None = None
@@ -101,6 +106,8 @@ def geplug_dump(event: DumpEvent) -> list[str] | None:
             else:
                 paths.extend(state.data.write(event, mode=state.mode))
     if cfg.enable_dump_debug and state.overflow is not None:
+        from geplug.dump.overflow import find_overflow
+
         finding = find_overflow(event, saturation=state.saturation, debug_mode=state.debug_mode)
         if finding is not None:
             paths.extend(state.overflow.write(event, finding))

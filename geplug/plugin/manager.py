@@ -202,7 +202,7 @@ class PluginManager:
             return
         try:
             module = loader() if loader is not None else importlib.import_module(target)
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
+        except Exception as exc:  # a broken plugin must not break the others
             self._skip(record, f"failed to import {target!r}: {type(exc).__name__}: {exc}")
             return
         self.register(module, name, distribution=distribution, version=version, origin=origin)
@@ -271,7 +271,7 @@ class PluginManager:
         collected: list[tuple[str, Declaration]] = []
         for impl in list(self.pm.hook.geplug_capabilities.get_hookimpls()):
             try:
-                result = impl.function()
+                result: Any = impl.function()
                 declarations = list(result or ())
                 for decl in declarations:
                     if not isinstance(decl, Declaration):
@@ -282,7 +282,7 @@ class PluginManager:
             except CapabilityError as exc:
                 self._skip(self._records[impl.plugin_name], f"invalid capabilities: {exc}")
                 continue
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
+            except Exception as exc:  # a broken plugin must not break the others
                 self._skip(self._records[impl.plugin_name],
                            f"geplug_capabilities raised {type(exc).__name__}: {exc}")
                 continue
@@ -369,7 +369,7 @@ class PluginManager:
                 results.append(impl.function(**{a: kwargs[a] for a in impl.argnames}))
             except GeplugError:
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 record = self._records.get(impl.plugin_name)
                 if record is None:  # registered directly on self.pm, outside our policy
                     raise
@@ -382,7 +382,7 @@ class PluginManager:
         for impl in list(getattr(self.pm.hook, hook_name).get_hookimpls()):
             try:
                 impl.function(**{a: kwargs[a] for a in impl.argnames})
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 errors.append(exc)
         return errors
 
@@ -396,7 +396,7 @@ def _hookimpl_names(plugin: object) -> Iterable[str]:
     for attr in dir(plugin):
         try:
             value = getattr(plugin, attr)
-        except Exception:  # noqa: BLE001
+        except Exception:
             continue
         if callable(value) and hasattr(value, marker):
             yield attr

@@ -291,6 +291,17 @@ def select_dtype(
                 lowered=_is_lower(step.dtype, original_dtype),
             )
         tried.append(step.label())
+    if original_dtype not in _SEED_DTYPES:
+        # options.md §5.4: the text says nothing about other dtypes; leave them unchanged.
+        return Selection(
+            engine=AI_CPU, dtype=original_dtype, out_dtype=original_dtype,
+            reason=(f"{mode.label}: {op.op_type} ({op.op_class} op, original "
+                    f"{original_dtype}): neither AI Core nor AI CPU lists {original_dtype} in "
+                    "the product's table; the seed's rules cover only float16/bfloat16/"
+                    "float32, so the op is left unchanged and modelled on AI CPU (inferred, "
+                    "options.md §5.4)"),
+            tried=tuple(tried),
+        )
     raise CompileError(
         f"node {node!r} (op type {op.op_type!r}, original dtype {original_dtype}) cannot run on "
         f"product {product!r} under {mode.label}: tried {', '.join(tried) or 'nothing'}, none "
@@ -303,6 +314,7 @@ def select_dtype(
     )
 
 
+_SEED_DTYPES = frozenset({F32, F16, BF16, "hifloat8"})
 _PREFIX = re.compile(r"^(?:(?:matrix|vector) op)?(?:, )?(?:original \w+)?: ")
 _RANK = {"float64": 4, "float32": 3, "bfloat16": 2, "float16": 2, "hifloat8": 1}
 
@@ -347,9 +359,10 @@ def decide(
         impl, impl_reason = choose_impl_mode(info.name, op, config)
         if info.original_dtype is None:
             decisions.append(OpDecision(
-                node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=AI_CORE,
-                dtype="", impl_mode=impl, reason=f"{mode.label}: no typed tensor, nothing to "
-                "select", op_class=op.op_class, impl_reason=impl_reason,
+                node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=AI_CPU,
+                dtype="", impl_mode=impl, reason=f"{mode.label}: no numeric tensor (strings, "
+                "sequences, optionals): nothing to select, modelled on AI CPU (inferred)",
+                op_class=op.op_class, impl_reason=impl_reason,
             ))
             lowered_by_node[info.name] = False
             continue

@@ -128,7 +128,8 @@ def _ops_table(product: Product) -> list[str]:
     header = ("op type", "class", "AI Core dtypes", "AI CPU dtypes", "impl modes", "mix list")
     rows = [header] + [_op_row(op) for op in (*product.ops.values(), product.default_op)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+             for r in rows]
     used = sorted({d for op in (*product.ops.values(), product.default_op)
                    for d in (*op.aicore_dtypes, *op.aicpu_dtypes)})
     legend = ", ".join(f"{DTYPE_SHORT.get(d, d)}={d}" for d in used)

@@ -93,25 +93,48 @@ def _shape_cols(op: OpSig, level: str) -> list[str]:
     ]
 
 
-def _summary_row(dev: str, t: TaskRow, level: str, pmu: PmuModel | None) -> list[str]:
-    op = t.op
-    comm = op.comm
-    row = [
-        dev, str(op.model_id), NA if comm else str(op.task_id), NA if comm else str(op.stream_id),
-        op.name, *_static_cols(op, level),
-        ts_us(t.start_us) + "\t", fmt(t.duration_us), fmt(t.wait_us),
-        str(op.block_dim) if level == "l1" else "0",
-        NA,  # Mix Block Dim: no mixed sub-tasks in the model
-        *_shape_cols(op, level),
-        NA,  # Context ID: no sub-tasks
-    ]
-    if pmu is not None:
-        row.extend(pmu.values(TaskWork(
-            task_type=op.task_type, duration_us=t.duration_us, flops=op.flops,
-            bytes_moved=op.bytes_moved, cube_fraction=op.cube_fraction,
-            block_dim=op.block_dim, dtype=op.dtype,
-        )))
-    return row
+_CACHE_MAX = 65536
+"""Bound of the per-(signature, duration) caches of the export pass."""
+
+
+class _RowMaker:
+    """op_summary rows with the parts that repeat per op signature cached (bounded)."""
+
+    def __init__(self, dev: str, level: str, pmu: PmuModel | None) -> None:
+        self.dev = dev
+        self.level = level
+        self.pmu = pmu
+        self._head: dict[int, tuple[list[str], list[str]]] = {}
+        self._pmu: dict[tuple[int, float], list[str]] = {}
+
+    def row(self, t: TaskRow) -> list[str]:
+        """One op_summary row."""
+        op = t.op
+        parts = self._head.get(op.sig)
+        if parts is None:
+            comm = op.comm
+            head = [self.dev, str(op.model_id), NA if comm else str(op.task_id),
+                    NA if comm else str(op.stream_id), op.name, *_static_cols(op, self.level)]
+            tail = [str(op.block_dim) if self.level == "l1" else "0",
+                    NA,  # Mix Block Dim: no mixed sub-tasks in the model
+                    *_shape_cols(op, self.level),
+                    NA]  # Context ID: no sub-tasks
+            parts = self._head[op.sig] = (head, tail)
+        row = [*parts[0], ts_us(t.start_us) + "\t", fmt(t.duration_us), fmt(t.wait_us),
+               *parts[1]]
+        if self.pmu is not None:
+            key = (op.sig, t.duration_us)
+            values = self._pmu.get(key)
+            if values is None:
+                if len(self._pmu) >= _CACHE_MAX:
+                    self._pmu.clear()
+                values = self._pmu[key] = self.pmu.values(TaskWork(
+                    task_type=op.task_type, duration_us=t.duration_us, flops=op.flops,
+                    bytes_moved=op.bytes_moved, cube_fraction=op.cube_fraction,
+                    block_dim=op.block_dim, dtype=op.dtype,
+                ))
+            row.extend(values)
+        return row
 
 
 def export(session: ProfilingSession) -> list[str]:
@@ -142,12 +165,13 @@ def export(session: ProfilingSession) -> list[str]:
             aicpu_csv = _Csv(stack, path("aicpu"), aicpu.HEADER, written)
         if eff.l2:
             l2_csv = _Csv(stack, path("l2_cache"), l2.header(product.profiling.l2), written)
+        maker = _RowMaker(dev, level, pmu)
         if session.record_tasks:
             sigs = session.tasks.load_sigs()
             for t in session.tasks.rows(sigs):
                 op = t.op
                 if summary is not None and task_time is not None:
-                    summary.writerow(_summary_row(dev, t, level, pmu))
+                    summary.writerow(maker.row(t))
                     task_time.writerow([
                         dev, op.name, op.task_type if level == "l1" else NA,
                         NA if op.comm else str(op.stream_id), NA if op.comm else str(op.task_id),
@@ -187,7 +211,8 @@ def export(session: ProfilingSession) -> list[str]:
             for start, compute, comm, busy in sampler.windows():
                 values = sample_values(kind, targets, sampler.period, compute, comm, busy)
                 csv_file.writerow([dev, fmt(start), *(fmt(v) for v in values)])
-                timeline.counter(_sampler_stem(kind).upper(), start, dict(zip(cols, values)))
+                timeline.counter(_sampler_stem(kind).upper(), start,
+                                 dict(zip(cols, values, strict=True)))
         _host_files(session, stack, path, timeline, written)
         timeline.close()
     if stats:
@@ -277,4 +302,4 @@ def _host_files(session: ProfilingSession, stack: ExitStack, path: Callable[[str
             if keys[0] not in s:
                 continue
             w.writerow([f"{s['ts']:.3f}", *(f"{s[k]:.3f}" for k in keys)])
-            timeline.counter(stem, s["ts"], {c: s[k] for c, k in zip(cols[1:], keys)})
+            timeline.counter(stem, s["ts"], {c: s[k] for c, k in zip(cols[1:], keys, strict=False)})

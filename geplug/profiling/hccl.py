@@ -95,18 +95,14 @@ class CommCollector:
     def communication(self, link: str) -> dict[str, Any]:
         """msprof ``analyze/communication.json`` (flat, with ``Total Op Info``)."""
         out: dict[str, Any] = {}
-        total = {"start": None, "us": 0.0, "bytes": 0.0, "large": 0, "n": 0}
+        first = min((s["first"] for s in self.ops.values()), default=0.0)
         for name, s in self.ops.items():
             out[f"{name}@{GROUP}"] = self._opinfo(s["first"], s["total"], s["bytes"], s["large"],
                                                   s["n"], s["sizes"], link)
-            total["start"] = s["first"] if total["start"] is None else min(total["start"],
-                                                                            s["first"])
-            total["us"] += s["total"]
-            total["bytes"] += s["bytes"]
-            total["large"] += s["large"]
-            total["n"] += s["n"]
-        out["Total Op Info"] = self._opinfo(total["start"] or 0.0, total["us"], total["bytes"],
-                                            total["large"], total["n"], {}, link)
+        ops = self.ops.values()
+        out["Total Op Info"] = self._opinfo(
+            first, sum(s["total"] for s in ops), sum(s["bytes"] for s in ops),
+            sum(s["large"] for s in ops), sum(s["n"] for s in ops), {}, link)
         return out
 
     def matrix(self, link: str, rank: int, rank_size: int) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Names, paths and value formats of the msprof ``PROF_*`` directory (formats.md §6.1, §6.4, §6.8)."""
+"""Names, paths and value formats of the msprof ``PROF_*`` directory (formats.md §6.1-6.8)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ class AtomicFile:
         self.handle: IO[str] | None = None
 
     def __enter__(self) -> IO[str]:
-        self.handle = open(  # noqa: SIM115 - closed in __exit__
+        self.handle = open(
             self.tmp, "w", encoding="utf-8", newline=self._newline, buffering=1 << 20
         )
         return self.handle

@@ -1,4 +1,4 @@
-"""msproftx: ``geplug.mstx`` markers -> ``msprof_tx`` CSV and the timeline (formats.md §6.4, §6.6)."""
+"""msproftx: ``geplug.mstx`` markers -> ``msprof_tx`` CSV and the timeline (formats.md §6.4)."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def range_end(range_id: int) -> None:
 
 
 @contextmanager
-def range(message: str, domain: str = "default") -> Iterator[int]:  # noqa: A001 - mstx name
+def range(message: str, domain: str = "default") -> Iterator[int]:
     """``with geplug.mstx.range("step"):`` - a range around the block; yields its id."""
     range_id = range_start(message, domain)
     try:

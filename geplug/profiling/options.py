@@ -46,7 +46,7 @@ def _list(value: str | None) -> tuple[str, ...]:
 
 
 def parse_storage_limit(value: str | None) -> int:
-    """``"<N>MB"`` -> N (megabytes); 0 when unset. Raises for a malformed value (options.md §3.3)."""
+    """``"<N>MB"`` -> N (MB); 0 when unset; raises for a malformed value (options.md §3.3)."""
     if value is None or value == "":
         return 0
     match = _LIMIT_RE.match(value)

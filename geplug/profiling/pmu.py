@@ -147,10 +147,10 @@ class PmuModel:
             if metrics is None:
                 out.append(_NA)
                 continue
-            value = metrics.get(base)
-            if value is None and base.startswith("0x"):
-                value = float(int(metrics["total_cycles"] * ((int(base, 16) % 7) + 1) / 8))
-            out.append(_NA if value is None else _format(base, value))
+            found = metrics.get(base)
+            if found is None and base.startswith("0x"):
+                found = float(int(metrics["total_cycles"] * ((int(base, 16) % 7) + 1) / 8))
+            out.append(_NA if found is None else _format(base, found))
         return out
 
     def _cycles(self, time_us: float, block_dim: int, cube: bool) -> float:

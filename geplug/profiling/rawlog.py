@@ -50,7 +50,7 @@ class RawLog:
     def _open(self) -> IO[str]:
         path = self._path(self._index)
         self._paths.append(path)
-        self._fh = open(path, "w", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
+        self._fh = open(path, "w", encoding="utf-8", buffering=1 << 16)
         self._written = 0
         return self._fh
 

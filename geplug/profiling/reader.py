@@ -14,7 +14,7 @@ from typing import Any
 from geplug.errors import ProfilingError
 from geplug.profiling.layout import OUTPUT_DIR, PATTERNS
 
-__all__ = ["find_prof_dirs", "output_file", "summarize", "render_text"]
+__all__ = ["find_prof_dirs", "output_file", "render_text", "summarize"]
 
 
 def find_prof_dirs(path: str) -> list[str]:

@@ -13,6 +13,7 @@ import socket
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from geplug.profiling import storage
@@ -81,7 +82,7 @@ class ProfilingSession:
         self.host = HostSampler(eff.host_sys, eff.host_sys_usage, eff.host_freq,
                                 log("host_sample", hdata))
         self.host.start()
-        self._handlers = {
+        self._handlers: dict[str, Callable[[Any], None]] = {
             "task": self.on_task,
             "graph": self.on_graph,
             "step": self.on_step,

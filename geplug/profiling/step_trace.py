@@ -49,8 +49,9 @@ class StepTraceCollector:
         for key, value in (("fp_point", self.fp_point), ("bp_point", self.bp_point)):
             if value and value not in known:
                 close = difflib.get_close_matches(value, names, n=3)
+                more = " ..." if len(names) > 8 else ""
                 hint = ("did you mean " + " or ".join(repr(c) for c in close) + "?") if close \
-                    else f"the graph's ops are {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}"
+                    else f"the graph's ops are {', '.join(names[:8])}{more}"
                 raise ProfilingError(
                     f"profiling_options.{key} = {value!r} is not an op of model "
                     f"{ev.run.model_name!r} (model id {ev.run.model_id}): {hint}; set it to an "

@@ -23,6 +23,14 @@ __all__ = ["COMM_TASK_TYPES", "OpSig", "TaskCollector", "TaskRow"]
 COMM_TASK_TYPES = frozenset({"COMMUNICATION", "HCCL"})
 
 
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value)
+
+
+def _shapes(value: Any) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(d) for d in s) for s in value)
+
+
 @attrs.frozen(kw_only=True)
 class OpSig:
     """The static facts of one op execution signature."""
@@ -41,12 +49,12 @@ class OpSig:
     flops: float
     bytes_moved: float
     cube_fraction: float
-    input_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=lambda v: tuple(map(tuple, v)))
-    input_dtypes: tuple[str, ...] = attrs.field(converter=tuple)
-    input_formats: tuple[str, ...] = attrs.field(converter=tuple)
-    output_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=lambda v: tuple(map(tuple, v)))
-    output_dtypes: tuple[str, ...] = attrs.field(converter=tuple)
-    output_formats: tuple[str, ...] = attrs.field(converter=tuple)
+    input_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=_shapes)
+    input_dtypes: tuple[str, ...] = attrs.field(converter=_strs)
+    input_formats: tuple[str, ...] = attrs.field(converter=_strs)
+    output_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=_shapes)
+    output_dtypes: tuple[str, ...] = attrs.field(converter=_strs)
+    output_formats: tuple[str, ...] = attrs.field(converter=_strs)
 
     def to_json(self) -> str:
         """One JSON line."""

@@ -10,6 +10,7 @@ with the real stack's priorities. ``get_rank_id`` and friends answer from the sy
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import json
 import os
 from collections.abc import Mapping
@@ -30,6 +31,11 @@ __all__ = [
     "read_rank_info",
     "read_rank_table",
 ]
+
+
+def _digits(text: str) -> bool:
+    """ASCII decimal digits only (``str.isdigit`` also accepts superscripts int() rejects)."""
+    return text.isascii() and text.isdigit()
 
 WORLD_GROUP = "hccl_world_group"
 MAX_TABLE_BYTES = 1 << 30
@@ -94,7 +100,7 @@ class _Table:
         value = data.get(key)
         if value is None and not required:
             return None
-        if not isinstance(value, str) or not value.isdigit():
+        if not isinstance(value, str) or not _digits(value):
             raise self.fail(field, f"expected a string of digits, got {_kind(value)}")
         number = int(value)
         if number < lo or (hi is not None and number > hi):
@@ -262,7 +268,7 @@ def _v1x(t: _Table, data: dict[str, Any], version: str, env: Mapping[str, str]) 
     for r in ranks:
         by_server.setdefault(r.server, []).append(r.rank_id)
     spans = sorted((min(v), max(v), k) for k, v in by_server.items())
-    for (_, hi, a), (lo, _, b) in zip(spans, spans[1:]):
+    for (_, hi, a), (lo, _, b) in itertools.pairwise(spans):
         if lo <= hi:
             raise t.fail("rank_id", f"ranks of servers {a!r} and {b!r} interleave; give each "
                          "server a contiguous block of rank ids")
@@ -291,7 +297,7 @@ def _template2(t: _Table, data: dict[str, Any]) -> list[_Rank]:
             device_id = t.digits(dev, "device_id", f"{inf}.devices[0].device_id", hi=64)
             t.ip(dev, "device_ip", f"{inf}.devices[0].device_ip", required=False)
             assert pod is not None and sid is not None and device_id is not None
-            rank_id = int(pod) if pod.isdigit() else len(ranks)
+            rank_id = int(pod) if _digits(pod) else len(ranks)
             ranks.append(_Rank(rank_id=rank_id, device_id=device_id, server=sid, pod=pod))
     return ranks
 
@@ -362,7 +368,7 @@ def _v20(t: _Table, data: dict[str, Any]) -> list[_Rank]:
 def _check_rank_ids(t: _Table, ranks: list[_Rank], field: str) -> None:
     ids = sorted(r.rank_id for r in ranks)
     if len(set(ids)) != len(ids):
-        dup = next(a for a, b in zip(ids, ids[1:]) if a == b)
+        dup = next(a for a, b in itertools.pairwise(ids) if a == b)
         raise t.fail(field, f"rank_id {dup} appears twice; rank ids must be unique")
     if ids != list(range(len(ids))):
         raise t.fail(field, f"rank ids must be 0..{len(ids) - 1} without gaps, got "
@@ -376,7 +382,7 @@ def _env_int(env: Mapping[str, str], name: str, *, minimum: int = 0) -> int | No
     if raw is None or raw.strip() == "":
         return None
     text = raw.strip()
-    if not text.lstrip("-").isdigit():
+    if not _digits(text.lstrip("-")):
         raise ConfigError([Problem(option=name, value=raw, severity="error",
                                    message=f"{name} is invalid, should be int, such as 0, 1, 2.",
                                    hint=f"export {name}=0")], source="environment")

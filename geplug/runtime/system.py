@@ -114,7 +114,7 @@ class System:
         if self.runtime is not None and hasattr(self.runtime, "close"):
             try:
                 self.runtime.close()
-            except Exception as exc:  # noqa: BLE001 - plugins must still flush
+            except Exception as exc:
                 errors.append(exc)
         errors.extend(self.manager.call_all("geplug_shutdown_system", system=self))
         from geplug.runtime import api

@@ -12,6 +12,9 @@ is installed:
 - :func:`require_product`: the named product, or a skip when it is not installed.
 - ``fake_distribution``: write a fake installed distribution (``*.dist-info`` plus source)
   and put it first on ``sys.path``; its modules are forgotten afterwards.
+- Tests inside a plugin package directory (one with its own ``pyproject.toml``, e.g.
+  ``plugins/atlas_a3/tests``) are skipped when that distribution is not installed, so one
+  ``pytest tests plugins`` command serves every tox env.
 - ``conformance_product`` and ``--geplug-conformance=NAME[,NAME]``: the conformance suite of
   :mod:`geplug.testing.conformance` over the named products.
 """
@@ -96,6 +99,40 @@ def _conformance_names(metafunc: pytest.Metafunc) -> list[str] | None:
     if declared:
         return list(declared)
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _uninstalled_distribution(directory: Path, rootdir: Path) -> str | None:
+    """The distribution whose source tree holds ``directory``, when it is not installed."""
+    from importlib import metadata
+
+    for folder in (directory, *directory.parents):
+        if folder == rootdir or rootdir not in folder.parents:
+            return None
+        project = folder / "pyproject.toml"
+        if project.is_file():
+            try:
+                if sys.version_info >= (3, 11):
+                    import tomllib
+                else:  # pragma: no cover - 3.10
+                    import tomli as tomllib
+                name = tomllib.loads(project.read_text(encoding="utf-8"))["project"]["name"]
+                metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                return str(name)
+            except Exception:  # not a readable project file: leave tests alone
+                return None
+            return None
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rootdir = Path(str(config.rootpath)).resolve()
+    for item in items:
+        missing = _uninstalled_distribution(Path(str(item.path)).resolve().parent, rootdir)
+        if missing:
+            item.add_marker(pytest.mark.skip(
+                reason=f"distribution {missing!r} is not installed in this environment"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

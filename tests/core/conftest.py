@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+
 @pytest.fixture
 def write_toml(tmp_path: Path) -> Callable[[str, str], Path]:
     """``write(text, name="capabilities.toml") -> path`` in a fresh directory."""

@@ -165,7 +165,7 @@ def test_notify_hook_raising_disables_only_that_plugin() -> None:
 
         return types.SimpleNamespace(GEPLUG_PLUGIN_API=1, geplug_profile=geplug_profile)
 
-    manager = PluginManager().load(entry_points=False)
+    manager = PluginManager().load(builtins=False, entry_points=False)
     manager.register(plugin("bad", True), "bad")
     manager.register(plugin("good", False), "good")
     with pytest.warns(PluginSkippedWarning, match="geplug_profile raised RuntimeError"):

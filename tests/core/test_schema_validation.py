@@ -44,7 +44,7 @@ def test_unreadable_file_names_the_path(tmp_path) -> None:
 
 
 def test_toml_syntax_error_names_file_and_position(write_toml) -> None:
-    err, msg = _error(write_toml, _sub('l2 = "l2"', "l2 = = 1"))
+    _, msg = _error(write_toml, _sub('l2 = "l2"', "l2 = = 1"))
     assert "not valid TOML" in msg and "line" in msg
 
 
@@ -135,7 +135,7 @@ def test_wrong_mapping_value_type_names_its_key(write_toml) -> None:
 
 
 def test_nested_record_errors_name_the_full_path(write_toml) -> None:
-    err, msg = _error(write_toml, _sub("min = 1\nmax = 100", "min = 1\nmax = \"100\""))
+    err, _ = _error(write_toml, _sub("min = 1\nmax = 100", "min = 1\nmax = \"100\""))
     assert err.key == "profiling.frequencies.sys_hardware_mem_freq.max"
 
 

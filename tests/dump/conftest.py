@@ -97,6 +97,10 @@ def event(
 ) -> DumpEvent:
     """A synthetic DumpEvent (arrays are wrapped into TensorRecords)."""
     task = task_id if task_id is not None else next(_tasks)
+    ins: Any = tuple(t if isinstance(t, TensorRecord) else tensor(t, f"in{i}")
+                     for i, t in enumerate(inputs))
+    outs: Any = tuple(t if isinstance(t, TensorRecord) else tensor(t, f"out{i}")
+                      for i, t in enumerate(outputs))
     extra = {k: op_fields.pop(k) for k in ("phase", "workspace", "tiling", "message")
              if k in op_fields}
     return DumpEvent(
@@ -104,10 +108,8 @@ def event(
         run=RunInfo(system=system, model_name=model_name, model_id=model_id, step=step,
                     device_id=system.config.device_id),
         op=OpRecord(name=op, op_type=op_type, task_id=task, **op_fields),
-        inputs=[t if isinstance(t, TensorRecord) else tensor(t, f"in{i}")
-                for i, t in enumerate(inputs)],
-        outputs=[t if isinstance(t, TensorRecord) else tensor(t, f"out{i}")
-                 for i, t in enumerate(outputs)],
+        inputs=ins,
+        outputs=outs,
         timestamp_us=ts if ts is not None else BASE_TS + task * 10,
         **extra,
     )

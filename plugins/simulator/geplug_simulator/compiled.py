@@ -113,6 +113,11 @@ class CompiledModel:
         self._input_types = {n: imported.types.get(n) for n in imported.inputs}
         self.simulated_time_us = float(sum(self.op_times.values()))
         """Modelled device time of one step (ops only, no host copies)."""
+        self._symbolic = any(
+            t is None or t.shape is None or any(d is None for d in t.shape)
+            for t in self._input_types.values()
+        )
+        self._cost_signature: tuple[tuple[int, ...], ...] | None = None
 
     # -- public API ------------------------------------------------------------------------
 
@@ -142,6 +147,8 @@ class CompiledModel:
             raise CompileError(f"model {self.name!r} was closed; compile it again", node="")
         self.system._check_open()
         feeds = self._check_inputs(inputs)
+        if self._symbolic:
+            self._refresh_costs(feeds)
         with self._lock:
             if step is None:
                 step = self._step
@@ -177,7 +184,7 @@ class CompiledModel:
                 f"model {self.name!r} has no input {unknown[0]!r}; its inputs are "
                 f"{list(self.imported.inputs)}", node=unknown[0],
             )
-        feeds: dict[str, np.ndarray] = {}
+        feeds: dict[str, Any] = {}
         for name, tt in self._input_types.items():
             if name not in inputs:
                 raise InputError(
@@ -187,6 +194,9 @@ class CompiledModel:
                     node=name,
                 )
             value = inputs[name]
+            if tt is None and not isinstance(value, np.ndarray):
+                feeds[name] = value  # a sequence / optional input: passed as given
+                continue
             array = value if isinstance(value, np.ndarray) else np.asarray(value)
             if tt is not None:
                 want = _NP_DTYPES.get(tt.dtype)
@@ -216,6 +226,19 @@ class CompiledModel:
             feeds[name] = array
         return feeds
 
+    def _refresh_costs(self, feeds: Mapping[str, np.ndarray]) -> None:
+        """Re-model op times for the concrete input shapes (symbolic dims count as 1 at
+        compile time); cached per input-shape signature."""
+        signature = tuple(tuple(a.shape) for a in feeds.values())
+        if signature == self._cost_signature:
+            return
+        costs = self._factory.costs_for_shapes(self, {k: a.shape for k, a in feeds.items()})
+        if costs is not None:
+            self.costs = costs
+            self.op_times = {n: c.duration_us for n, c in costs.items()}
+            self.simulated_time_us = float(sum(self.op_times.values()))
+        self._cost_signature = signature
+
     # -- exposed run (dump, fault) ----------------------------------------------------------
 
     def _run_exposed(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -239,8 +262,6 @@ class CompiledModel:
         dtype = ref.dtype or str(array.dtype)
         if dtype in ("float16", "bfloat16", "float32") and array.dtype.kind == "f":
             array = to_device(np.asarray(array), dtype)
-        rec = self._records.get("")
-        del rec
         return TensorRecord(name=ref.source, array=np.asarray(array), dtype=dtype)
 
     # -- events ----------------------------------------------------------------------------

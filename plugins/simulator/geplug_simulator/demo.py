@@ -22,9 +22,9 @@ DEMO_MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "allow_mix_precisi
 def build_mlp(seed: int = 0) -> onnx.ModelProto:
     """x[4,64] -> MatMul -> Relu -> MatMul -> Softmax; fc1's outputs exceed float16's range."""
     rng = np.random.default_rng(seed)
-    w1 = (rng.standard_normal((64, 128)) * 400.0).astype(np.float32)
+    w1 = (rng.standard_normal((64, 128)) * 10000.0).astype(np.float32)
     b1 = np.zeros(128, np.float32)
-    w2 = (rng.standard_normal((128, 10)) * 1e-4).astype(np.float32)
+    w2 = (rng.standard_normal((128, 10)) * 1e-6).astype(np.float32)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])
     y = helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 10])
     nodes = [
@@ -49,11 +49,11 @@ def build_cnn(seed: int = 0) -> onnx.ModelProto:
         return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
 
     inits = {
-        "conv1.w": he((16, 3, 3, 3), 27), "conv1.b": np.zeros(16, np.float32),
-        "conv2.w": he((32, 16, 3, 3), 144), "conv2.b": np.zeros(32, np.float32),
-        "fc.w": he((10, 32), 32), "fc.b": np.zeros(10, np.float32),
+        "conv1.w": he((32, 3, 3, 3), 27), "conv1.b": np.zeros(32, np.float32),
+        "conv2.w": he((64, 32, 3, 3), 288), "conv2.b": np.zeros(64, np.float32),
+        "fc.w": he((10, 64), 64), "fc.b": np.zeros(10, np.float32),
     }
-    x = helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 32, 32])
+    x = helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 64, 64])
     y = helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 10])
     nodes = [
         helper.make_node("Conv", ["image", "conv1.w", "conv1.b"], ["c1"], name="conv1",
@@ -106,7 +106,7 @@ def run_demo(
     cases = [
         ("MLP", build_mlp(), {"x": rng.standard_normal((4, 64)).astype(np.float32)},
          "fc1's activations reach ~1e5, above float16's largest finite value 65504"),
-        ("CNN", build_cnn(), {"image": rng.standard_normal((2, 3, 32, 32)).astype(np.float32)},
+        ("CNN", build_cnn(), {"image": rng.standard_normal((16, 3, 64, 64)).astype(np.float32)},
          "a small image classifier: reduced precision costs accuracy, saves device time"),
     ]
     results: dict[str, np.ndarray] = {}

@@ -53,6 +53,7 @@ DTYPE_NAMES = {
 """ONNX element type -> geplug dtype name."""
 ELEM_TYPES = {v: k for k, v in DTYPE_NAMES.items()}
 FLOAT_NAMES = ("float32", "float16", "bfloat16", "float64")
+_NUMERIC = frozenset(DTYPE_NAMES.values()) - {"string", "complex64", "complex128"}
 _KNOWN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training")
 
 
@@ -90,7 +91,7 @@ def load_model(model: Any) -> onnx.ModelProto:
     if isinstance(model, (bytes, bytearray)):
         try:
             return onnx.load_from_string(bytes(model))
-        except Exception as exc:  # noqa: BLE001 - protobuf raises several types
+        except Exception as exc:
             raise CompileError(
                 f"the model bytes are not an ONNX model ({type(exc).__name__}: {exc}); pass "
                 "the bytes of a .onnx file", node="",
@@ -103,7 +104,7 @@ def load_model(model: Any) -> onnx.ModelProto:
             )
         try:
             return onnx.load(path)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise CompileError(
                 f"model file {path!r} is not a readable ONNX model ({type(exc).__name__}: "
                 f"{exc}); re-export it with torch.onnx.export or onnx.save", node="",
@@ -119,6 +120,11 @@ def _opset(model: onnx.ModelProto) -> int:
         if imp.domain in ("", "ai.onnx"):
             return int(imp.version)
     return 0
+
+
+def _signature(model: onnx.ModelProto) -> list[str]:
+    g = model.graph
+    return [vi.SerializeToString().decode("latin-1") for vi in [*g.input, *g.output]]
 
 
 def _tensor_type(vi: onnx.ValueInfoProto) -> TensorType | None:
@@ -147,8 +153,10 @@ def _name_nodes(graph: onnx.GraphProto) -> None:
 def _original_dtype(
     node: onnx.NodeProto, types: Mapping[str, TensorType]
 ) -> str | None:
-    ins = [types[n].dtype for n in node.input if n and n in types]
-    outs = [types[n].dtype for n in node.output if n and n in types]
+    ins = [types[n].dtype for n in node.input if n and n in types
+           and types[n].dtype in _NUMERIC]
+    outs = [types[n].dtype for n in node.output if n and n in types
+            and types[n].dtype in _NUMERIC]
     if node.input and node.input[0] in types and types[node.input[0]].dtype in FLOAT_NAMES:
         return types[node.input[0]].dtype
     if outs:
@@ -177,9 +185,13 @@ def import_model(model: Any, *, name: str = "") -> ImportedModel:
         try:
             from onnx import version_converter
 
-            proto = version_converter.convert_version(proto, PINNED_OPSET)
-            converted_from, opset = opset, PINNED_OPSET
-        except Exception as exc:  # noqa: BLE001 - the converter raises many kinds
+            converted = version_converter.convert_version(proto, PINNED_OPSET)
+            if _signature(converted) == _signature(proto):
+                proto, converted_from, opset = converted, opset, PINNED_OPSET
+            else:
+                notes.append(f"converting opset {opset} to {PINNED_OPSET} changes the model's "
+                             "inputs or outputs; simulated at its own opset")
+        except Exception as exc:
             notes.append(
                 f"opset {opset} could not be converted to {PINNED_OPSET} ({exc}); simulated "
                 "at its own opset"
@@ -200,7 +212,7 @@ def import_model(model: Any, *, name: str = "") -> ImportedModel:
     _name_nodes(graph)
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         notes.append(f"shape inference failed ({exc}); types from the model only")
         inferred = proto
     types: dict[str, TensorType] = {}

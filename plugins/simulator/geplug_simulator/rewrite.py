@@ -149,7 +149,7 @@ class _Builder:
 
     def reduce(self, op: str, src: str, axes: Sequence[int], tag: str) -> str:
         out = self.uniq(f"{tag}::{op}")
-        takes_input = op == "ReduceSum" and self.opset >= 13 or self.opset >= 18
+        takes_input = (op == "ReduceSum" and self.opset >= 13) or self.opset >= 18
         if takes_input:
             axes_name = self.uniq(f"{tag}::axes")
             self.new_inits.append(numpy_helper.from_array(np.array(axes, np.int64), axes_name))

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -68,10 +69,43 @@ def _node_of(message: str) -> str:
 
 
 class SessionFactory:
-    """Makes onnxruntime sessions of rewritten models with the simulator's options."""
+    """Makes onnxruntime sessions of rewritten models with the simulator's options (and
+    re-models op times for concrete input shapes)."""
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, runtime: SimRuntime | None = None) -> None:
         self.threads = threads
+        self.runtime = runtime
+
+    def costs_for_shapes(
+        self, compiled: CompiledModel, shapes: dict[str, tuple[int, ...]]
+    ) -> dict[str, OpCost] | None:
+        """Op costs of ``compiled`` with its inputs fixed to ``shapes`` (None on failure)."""
+        if self.runtime is None:
+            return None
+        model = onnx.ModelProto()
+        model.CopyFrom(compiled.imported.model)
+        for vi in model.graph.input:
+            if vi.name in shapes and vi.type.HasField("tensor_type"):
+                dims = vi.type.tensor_type.shape.dim
+                for dim, size in zip(dims, shapes[vi.name], strict=False):
+                    dim.Clear()
+                    dim.dim_value = int(size)
+        del model.graph.value_info[:]
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False,
+                                                         data_prop=True)
+        except Exception:
+            return None
+        from geplug_simulator.importer import _tensor_type
+
+        types = dict(compiled.imported.types)
+        g = inferred.graph
+        for vi in [*g.input, *g.value_info, *g.output]:
+            tt = _tensor_type(vi)
+            if tt is not None:
+                types[vi.name] = tt
+        imported = attrs.evolve(compiled.imported, types=types)
+        return self.runtime._costs(imported, compiled.decisions)[0]
 
     def session(self, model: onnx.ModelProto, name: str) -> ort.InferenceSession:
         """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`."""
@@ -80,7 +114,7 @@ class SessionFactory:
                 model.SerializeToString(), session_options(self.threads),
                 providers=["CPUExecutionProvider"],
             )
-        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
+        except Exception as exc:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             node = _node_of(text).split("::")[0]
             raise CompileError(
@@ -151,7 +185,7 @@ class SimRuntime:
 
     def __init__(self, system: System, *, threads: int | None = None) -> None:
         self.system = system
-        self.factory = SessionFactory(threads)
+        self.factory = SessionFactory(threads, self)
         self.models: list[CompiledModel] = []
         self_check(self.factory)
 
@@ -169,7 +203,7 @@ class SimRuntime:
         imported = import_model(model, name=name)
         decisions = tuple(decide(imported.nodes, system.product, system.config))
         rewritten = rewrite(imported, decisions)
-        factory = SessionFactory(options.get("threads", self.factory.threads))
+        factory = SessionFactory(options.get("threads", self.factory.threads), self)
         session = factory.session(rewritten.model, imported.name)
         costs, specs = self._costs(imported, decisions)
         records = self._records(decisions, costs)

@@ -1,0 +1,192 @@
+"""``geplug compile``, ``geplug run`` and ``geplug demo``: the simulator from the shell.
+
+onnx/onnxruntime are imported inside the command functions only: CLI start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["add_parser", "open_system"]
+
+
+def open_system(product: str | None, config: Any) -> Any:
+    """An initialised system for ``product`` with ``config`` (path, mapping or None)."""
+    from geplug.runtime.api import initialize_system
+
+    return initialize_system(product=product, config=config)
+
+
+def _config_arg(path: str | None) -> Any:
+    if path is None:
+        return None
+    if not os.path.isfile(path):
+        from geplug.errors import GeplugError
+
+        raise GeplugError(f"--config {path!r}: no such file; give a TOML session configuration")
+    return path
+
+
+def _decision_rows(decisions: Any) -> list[list[str]]:
+    return [[d.node, d.onnx_op, d.op_type, d.engine, d.dtype or "-",
+             d.impl_mode or "-", d.reason] for d in decisions]
+
+
+def _print_table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [str(c).ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
+        print("  ".join([*cells, str(row[-1])]))
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    with open_system(args.product, _config_arg(args.config)) as system:
+        compiled = system.compile(args.model)
+        if args.format == "json":
+            data = {
+                "model": compiled.name,
+                "product": system.product.name,
+                "ops": [d.to_json() | {"sim_time_us": compiled.op_times.get(d.node, 0.0)}
+                        for d in compiled.decisions],
+                "simulated_time_us": compiled.simulated_time_us,
+                "kernel_meta_files": list(compiled.kernel_meta_files),
+            }
+            json.dump(data, sys.stdout, indent=2)
+            print()
+        else:
+            print(f"{compiled.name} on {system.product.display_name} ({system.product.name}): "
+                  f"{len(compiled.decisions)} ops, simulated device time "
+                  f"{compiled.simulated_time_us:.1f} us per step")
+            _print_table(_decision_rows(compiled.decisions),
+                         ["node", "onnx", "op_type", "engine", "dtype", "impl_mode", "reason"])
+            if compiled.kernel_meta_files:
+                print(f"kernel_meta: {len(compiled.kernel_meta_files)} files in "
+                      f"{os.path.dirname(compiled.kernel_meta_files[0])}")
+    return 0
+
+
+def _parse_inputs(specs: list[str]) -> dict[str, Any]:
+    import numpy as np
+
+    from geplug.errors import GeplugError
+
+    feeds: dict[str, Any] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise GeplugError(f"--input {spec!r}: expected NAME=FILE.npy")
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise GeplugError(f"--input {spec!r}: cannot read {path!r} as .npy ({exc})") from None
+    return feeds
+
+
+def _random_inputs(compiled: Any) -> dict[str, Any]:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    feeds: dict[str, Any] = {}
+    for name in compiled.imported.inputs:
+        tt = compiled.imported.types.get(name)
+        shape = tuple(int(d) if d else 1 for d in ((tt.shape or ()) if tt else ()))
+        dtype = tt.dtype if tt else "float32"
+        if dtype.startswith("float") or dtype == "bfloat16":
+            import ml_dtypes
+
+            np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+            feeds[name] = rng.standard_normal(shape).astype(np_dtype)
+        elif dtype == "bool":
+            feeds[name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            feeds[name] = rng.integers(0, 4, shape).astype(dtype)
+    return feeds
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    feeds = _parse_inputs(args.input or [])
+    with open_system(args.product, _config_arg(args.config)) as system:
+        compiled = system.compile(args.model)
+        if not feeds:
+            feeds = _random_inputs(compiled)
+            print("no --input given: using seeded random inputs "
+                  + ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items()))
+        outputs: Mapping[str, Any] = {}
+        for step in range(args.steps):
+            outputs = compiled.run(feeds, step=step)
+        print(f"{compiled.name} on {system.product.name}: {args.steps} step(s), simulated "
+              f"device time {compiled.simulated_time_us:.1f} us per step")
+        for name, arr in outputs.items():
+            finite = bool(np.all(np.isfinite(arr))) if arr.dtype.kind == "f" else True
+            print(f"  {name}: {arr.dtype} {list(arr.shape)}"
+                  + ("" if finite else "  (contains inf/nan)"))
+        if args.output:
+            tmp = args.output + ".tmp.npz"
+            np.savez(tmp, **dict(outputs))
+            os.replace(tmp, args.output)
+            print(f"outputs written to {args.output}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from geplug_simulator.demo import run_demo
+
+    def opener(product: str, options: dict[str, Any]) -> Any:
+        return open_system(product, options)
+
+    if args.out:
+        return run_demo(opener, product=args.product, out_dir=args.out, stream=sys.stdout)
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="geplug-demo-") as tmp:
+        os.chdir(tmp)  # anything the configuration writes stays in the temp dir
+        try:
+            return run_demo(opener, product=args.product, stream=sys.stdout)
+        finally:
+            os.chdir(cwd)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``compile``, ``run`` and ``demo``."""
+    p = subparsers.add_parser(
+        "compile", help="show each operator's dtype, engine and implementation mode",
+        description="Compile an ONNX model for a simulated product and print the per-op "
+                    "decisions (dtype, AI Core/AI CPU, implementation mode, reason).",
+    )
+    p.add_argument("model", help="path of an .onnx file")
+    p.add_argument("--product", default=None, help="product name or SoC version "
+                   "(default: the config's soc_version, else atlas_a2)")
+    p.add_argument("--config", default=None, help="session configuration (TOML)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=_cmd_compile)
+
+    p = subparsers.add_parser(
+        "run", help="run an ONNX model on a simulated product",
+        description="Compile and run an ONNX model; dumps, profiling and kernel_meta follow "
+                    "the configuration, as on hardware.",
+    )
+    p.add_argument("model", help="path of an .onnx file")
+    p.add_argument("--product", default=None)
+    p.add_argument("--config", default=None, help="session configuration (TOML)")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="an input array (repeat per input); default: seeded random inputs")
+    p.add_argument("--steps", type=int, default=1, help="steps (iterations) to run")
+    p.add_argument("--output", default=None, metavar="FILE.npz", help="save the last outputs")
+    p.set_defaults(func=_cmd_run)
+
+    p = subparsers.add_parser(
+        "demo", help="run two small example models and show what precision modes do",
+        description="Build a small MLP and CNN, run them on a simulated product under "
+                    "several precision modes, and print the decisions, numbers and times.",
+    )
+    p.add_argument("--product", default="atlas_a2")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="keep the models, outputs and decisions here (default: write nothing)")
+    p.set_defaults(func=_cmd_demo)

@@ -1,0 +1,100 @@
+"""kernel_meta files per the product's declaration; the CLI commands; initialize_system."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import onnx
+from conftest import make_system, overflow_model
+
+from geplug.cli.main import main
+from geplug.testing.plugin import require_product
+
+
+def test_level_3_keeps_o_and_json_with_real_fields(tmp_path):
+    a2 = require_product("atlas_a2")
+    meta = tmp_path / "kernel_meta"
+    system = make_system(a2, op_debug_level=3, resolved__kernel_meta_dir=str(meta))
+    compiled = system.compile(overflow_model())
+    suffixes = sorted({p.name.split(".", 1)[1] for p in meta.iterdir()})
+    assert suffixes == ["json", "o"]
+    desc_path = next(p for p in meta.iterdir() if p.suffix == ".json")
+    desc = json.loads(desc_path.read_text())
+    blob = (meta / (desc["binFileName"] + ".o")).read_bytes()
+    assert desc["sha256"] == hashlib.sha256(blob).hexdigest()
+    assert desc["opType"] == "MatMulV2" and desc["simulated"] is True
+    assert {"kernelName", "blockDim", "implMode", "inputs", "outputs"} <= set(desc)
+    assert len(compiled.kernel_meta_files) == 4  # two kernels (shapes differ)
+
+
+def test_level_1_adds_cce_and_loc_files(tmp_path):
+    a2 = require_product("atlas_a2")
+    meta = tmp_path / "kernel_meta"
+    make_system(a2, op_debug_level=1, resolved__kernel_meta_dir=str(meta)).compile(
+        overflow_model())
+    names = [p.name for p in meta.iterdir()]
+    assert any(n.endswith(".cce") for n in names)
+    assert any(n.endswith("_loc.json") for n in names)
+
+
+def test_no_kernel_meta_without_a_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    compiled = make_system("atlas_a2", op_debug_level=0).compile(overflow_model())
+    assert compiled.kernel_meta_files == () and os.listdir(tmp_path) == []
+
+
+def test_op_debug_config_items_follow_op_debug_list(tmp_path):
+    a2 = require_product("atlas_a2")
+    meta = tmp_path / "kernel_meta"
+    make_system(a2, op_debug_level=0, resolved__kernel_meta_dir=str(meta),
+                resolved__op_debug_items=("dump_cce",),
+                resolved__op_debug_list=("big",)).compile(overflow_model())
+    cce = [p for p in meta.iterdir() if p.suffix == ".cce"]
+    assert len(cce) == 1 and "op big (MatMulV2)" in cce[0].read_text()
+
+
+def test_initialize_system_serves_every_product_through_the_simulator(fresh_manager):
+    import geplug
+
+    for product in fresh_manager.products():
+        if not product.runtime.initialize_system:
+            continue
+        with geplug.initialize_system(product=product.name, manager=fresh_manager) as system:
+            assert system.backend == "simulator"
+            out = system.compile(overflow_model()).run({"x": np.ones((1, 4), np.float32)})
+            assert out["y"].shape == (1, 2)
+
+
+def test_cli_compile_json_lists_ops(tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    onnx.save(overflow_model(), path)
+    assert main(["compile", str(path), "--product", "atlas_a2", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [op["op_type"] for op in data["ops"]] == ["MatMulV2", "MatMulV2"]
+    assert {"node", "onnx_op", "engine", "dtype", "impl_mode", "reason"} <= set(data["ops"][0])
+
+
+def test_cli_run_writes_outputs(tmp_path, capsys):
+    model, x, out = tmp_path / "m.onnx", tmp_path / "x.npy", tmp_path / "out.npz"
+    onnx.save(overflow_model(), model)
+    np.save(x, np.ones((1, 4), np.float32))
+    code = main(["run", str(model), "--product", "atlas_a2", "--input", f"x={x}",
+                 "--steps", "2", "--output", str(out)])
+    assert code == 0
+    assert np.load(out)["y"].shape == (1, 2)
+
+
+def test_cli_compile_of_a_missing_model_is_a_clear_error(tmp_path, capsys):
+    assert main(["compile", str(tmp_path / "nope.onnx"), "--product", "atlas_a2"]) == 1
+    assert "nope.onnx" in capsys.readouterr().err
+
+
+def test_cli_demo_prints_its_summary_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "NOT FINITE" in out and "allow_fp32_to_fp16" in out and "bfloat16" in out
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,48 @@
+"""The pytest plugin: skipping tests of uninstalled plugin packages; the product fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from geplug.testing.plugin import _uninstalled_distribution, installed_products
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _project(root: Path, name: str) -> Path:
+    tests = root / "pkg" / "tests"
+    tests.mkdir(parents=True)
+    (root / "pkg" / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
+    return tests
+
+
+def test_tests_of_an_uninstalled_distribution_are_flagged(tmp_path) -> None:
+    tests = _project(tmp_path, "geplug-not-installed-anywhere")
+    assert _uninstalled_distribution(tests, tmp_path) == "geplug-not-installed-anywhere"
+
+
+def test_tests_of_an_installed_distribution_are_kept(tmp_path) -> None:
+    assert _uninstalled_distribution(_project(tmp_path, "pytest"), tmp_path) is None
+
+
+def test_tests_outside_any_plugin_package_are_kept() -> None:
+    assert _uninstalled_distribution(REPO / "tests" / "core", REPO) is None
+
+
+def test_product_fixture_runs_once_per_installed_product(request, product) -> None:
+    assert product.name in [p.name for p in installed_products()]
+    assert request.node.callspec.id == product.name
+
+
+def test_capabilities_doc_names_every_schema_key() -> None:
+    import attrs
+
+    from geplug.products import schema
+
+    doc = (REPO / "docs" / "capabilities.md").read_text(encoding="utf-8")
+    records = (schema.RuntimeCaps, schema.PrecisionCaps, schema.ImplModeCaps, schema.DumpCaps,
+               schema.ProfilingCaps, schema.FrequencyRange, schema.DebugCaps,
+               schema.ComputeModel, schema.OpSupport)
+    missing = [f"{cls.__name__}.{f.name}" for cls in records for f in attrs.fields(cls)
+               if f"`{f.name}`" not in doc and f.name != "op_type"]
+    assert missing == []

@@ -1,0 +1,57 @@
+"""End to end with the simulator: initialize_system -> compile -> run -> PROF_* files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from prof_helpers import read_csv, timeline
+
+pytest.importorskip("geplug_simulator")
+onnx = pytest.importorskip("onnx")
+
+
+def _mlp():
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((16, 32)).astype(np.float32), "W1")
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"], name="fc1"),
+             helper.make_node("Relu", ["h"], ["y"], name="relu1")]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 32])], [w1])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _options(out, **extra):
+    opts = {"output": str(out), "task_time": "on", "training_trace": "on",
+            "runtime_api": "on", "msproftx": "on", **extra}
+    return {"profiling_mode": True, "profiling_options": json.dumps(opts)}
+
+
+def test_simulated_run_writes_op_summary_step_trace_and_markers(tmp_path, fresh_manager):
+    import geplug
+
+    x = np.ones((4, 16), np.float32)
+    with geplug.initialize_system("atlas_a2", _options(tmp_path)) as system:
+        compiled = system.compile(_mlp())
+        for _ in range(2):
+            with geplug.mstx.range("step"):
+                compiled.run({"x": x})
+    header, rows = read_csv(tmp_path, "op_summary")
+    assert [r[header.index("Op Name")] for r in rows] == ["fc1", "relu1"] * 2
+    assert rows[0][header.index("OP Type")] == "MatMulV2"
+    assert len(read_csv(tmp_path, "step_trace")[1]) == 2
+    assert read_csv(tmp_path, "api_statistic")[1]
+    assert {e["name"] for e in timeline(tmp_path) if e.get("cat") == "MsTx"} == {"step"}
+
+
+def test_simulated_run_rejects_a_bp_point_outside_the_graph(tmp_path, fresh_manager):
+    import geplug
+    from geplug.errors import ProfilingError
+
+    with geplug.initialize_system("atlas_a2", _options(tmp_path, bp_point="fc9")) as system:
+        with pytest.raises(ProfilingError, match="bp_point = 'fc9'"):
+            system.compile(_mlp())
