@@ -114,7 +114,7 @@ class CompiledModel:
         self.simulated_time_us = float(sum(self.op_times.values()))
         """Modelled device time of one step (ops only, no host copies)."""
         self._symbolic = any(
-            t is None or t.shape is None or any(d is None for d in t.shape)
+            t is not None and (t.shape is None or any(d is None for d in t.shape))
             for t in self._input_types.values()
         )
         self._cost_signature: tuple[tuple[int, ...], ...] | None = None
@@ -229,10 +229,11 @@ class CompiledModel:
     def _refresh_costs(self, feeds: Mapping[str, np.ndarray]) -> None:
         """Re-model op times for the concrete input shapes (symbolic dims count as 1 at
         compile time); cached per input-shape signature."""
-        signature = tuple(tuple(a.shape) for a in feeds.values())
+        arrays = {k: a for k, a in feeds.items() if isinstance(a, np.ndarray)}
+        signature = tuple(tuple(a.shape) for a in arrays.values())
         if signature == self._cost_signature:
             return
-        costs = self._factory.costs_for_shapes(self, {k: a.shape for k, a in feeds.items()})
+        costs = self._factory.costs_for_shapes(self, {k: a.shape for k, a in arrays.items()})
         if costs is not None:
             self.costs = costs
             self.op_times = {n: c.duration_us for n, c in costs.items()}
@@ -279,7 +280,7 @@ class CompiledModel:
         if prof:
             system.emit_profile(StepEvent(run=run, phase="begin", time_us=t))
             for name, arr in feeds.items():
-                dur = max(arr.nbytes / (HOST_LINK_GBPS * 1e9) * 1e6, 1.0)
+                dur = max(getattr(arr, "nbytes", 0) / (HOST_LINK_GBPS * 1e9) * 1e6, 1.0)
                 system.emit_profile(ApiCall(run=run, name=f"aclrtMemcpy(H2D:{name})",
                                             start_us=t, duration_us=dur))
                 t += dur
@@ -318,7 +319,7 @@ class CompiledModel:
         if prof:
             for name in self.imported.outputs:
                 arr = values[name]
-                dur = max(arr.nbytes / (HOST_LINK_GBPS * 1e9) * 1e6, 1.0)
+                dur = max(getattr(arr, "nbytes", 0) / (HOST_LINK_GBPS * 1e9) * 1e6, 1.0)
                 system.emit_profile(ApiCall(run=run, name=f"aclrtMemcpy(D2H:{name})",
                                             start_us=t, duration_us=dur))
                 t += dur
