@@ -50,7 +50,6 @@ def main() -> int:
     import onnx
     import onnxruntime
     import onnxruntime.backend as ort_backend
-
     from geplug_simulator.backend import SimBackend
 
     sim = run_backend(SimBackend, args.pattern)

@@ -7,6 +7,7 @@ the Unix epoch on the simulated device clock.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -27,6 +28,22 @@ __all__ = [
     "TaskEvent",
     "TensorRecord",
 ]
+
+
+def _tensors(values: Iterable[TensorRecord]) -> tuple[TensorRecord, ...]:
+    return tuple(values)
+
+
+def _ops(values: Iterable[OpRecord]) -> tuple[OpRecord, ...]:
+    return tuple(values)
+
+
+def _shapes(values: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(d) for d in v) for v in values)
+
+
+def _strs(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
 
 
 @attrs.frozen(kw_only=True)
@@ -91,8 +108,8 @@ class DumpEvent:
     kind: Literal["data", "exception"]
     run: RunInfo
     op: OpRecord
-    inputs: tuple[TensorRecord, ...] = attrs.field(converter=tuple)
-    outputs: tuple[TensorRecord, ...] = attrs.field(converter=tuple)
+    inputs: tuple[TensorRecord, ...] = attrs.field(converter=_tensors)
+    outputs: tuple[TensorRecord, ...] = attrs.field(converter=_tensors)
     timestamp_us: int
     phase: Literal["all", "before", "after"] = "all"
     workspace: bytes = b""
@@ -112,12 +129,12 @@ class TaskEvent:
     wait_us: float = 0.0
     flops: float = 0.0
     bytes_moved: float = 0.0
-    input_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=tuple, default=())
-    input_dtypes: tuple[str, ...] = attrs.field(converter=tuple, default=())
-    input_formats: tuple[str, ...] = attrs.field(converter=tuple, default=())
-    output_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=tuple, default=())
-    output_dtypes: tuple[str, ...] = attrs.field(converter=tuple, default=())
-    output_formats: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    input_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=_shapes, default=())
+    input_dtypes: tuple[str, ...] = attrs.field(converter=_strs, default=())
+    input_formats: tuple[str, ...] = attrs.field(converter=_strs, default=())
+    output_shapes: tuple[tuple[int, ...], ...] = attrs.field(converter=_shapes, default=())
+    output_dtypes: tuple[str, ...] = attrs.field(converter=_strs, default=())
+    output_formats: tuple[str, ...] = attrs.field(converter=_strs, default=())
     cube_fraction: float = 0.0
     """Share of the work on the cube unit (the rest is vector/scalar); feeds PMU models."""
 
@@ -132,7 +149,7 @@ class GraphEvent:
 
     kind: Literal["graph"] = "graph"
     run: RunInfo
-    ops: tuple[OpRecord, ...] = attrs.field(converter=tuple)
+    ops: tuple[OpRecord, ...] = attrs.field(converter=_ops)
 
 
 @attrs.frozen(kw_only=True)

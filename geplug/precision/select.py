@@ -78,6 +78,10 @@ class Selection:
     lowered: bool = False
 
 
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class NodeInfo:
     """What selection needs to know about one graph node (the simulator fills it from ONNX)."""
@@ -88,7 +92,7 @@ class NodeInfo:
     original_dtype: str | None
     """The dtype the op computes in in the source graph (its first floating input, else its
     first output); ``None`` when the node has no typed tensor."""
-    predecessors: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    predecessors: tuple[str, ...] = attrs.field(converter=_names, default=())
     """Names of the nodes producing its floating inputs (grey-list rule)."""
 
 

@@ -13,8 +13,8 @@ is installed:
 - ``fake_distribution``: write a fake installed distribution (``*.dist-info`` plus source)
   and put it first on ``sys.path``; its modules are forgotten afterwards.
 - Tests inside a plugin package directory (one with its own ``pyproject.toml``, e.g.
-  ``plugins/atlas_a3/tests``) are skipped when that distribution is not installed, so one
-  ``pytest tests plugins`` command serves every tox env.
+  ``plugins/atlas_a3/tests``) are not collected when that distribution is not installed (a
+  line in the summary says so), so one ``pytest tests plugins`` command serves every tox env.
 - ``conformance_product`` and ``--geplug-conformance=NAME[,NAME]``: the conformance suite of
   :mod:`geplug.testing.conformance` over the named products.
 """
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["installed_products", "installed_registry", "require_product"]
 
 CONFORMANCE_OPTION = "--geplug-conformance"
+_left_out: dict[str, str] = {}
+"""Distribution -> first directory left out because the distribution is not installed."""
 CONFORMANCE_ATTR = "GEPLUG_CONFORMANCE"
 """Module-level name a vendor's test module sets to the product(s) under test."""
 
@@ -126,13 +128,21 @@ def _uninstalled_distribution(directory: Path, rootdir: Path) -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rootdir = Path(str(config.rootpath)).resolve()
-    for item in items:
-        missing = _uninstalled_distribution(Path(str(item.path)).resolve().parent, rootdir)
-        if missing:
-            item.add_marker(pytest.mark.skip(
-                reason=f"distribution {missing!r} is not installed in this environment"))
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave out the tests (and conftest files) of plugin packages that are not installed."""
+    path = Path(str(collection_path)).resolve()
+    directory = path if path.is_dir() else path.parent
+    missing = _uninstalled_distribution(directory, Path(str(config.rootpath)).resolve())
+    if missing is None:
+        return None
+    _left_out.setdefault(missing, str(directory))
+    return True
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for dist, where in sorted(_left_out.items()):
+        terminalreporter.write_line(
+            f"geplug: not collected, distribution {dist!r} is not installed: {where}")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

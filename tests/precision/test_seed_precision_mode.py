@@ -212,9 +212,9 @@ def test_bf16_modes_only_on_350_a3_a2():
 
 
 def test_allow_fp32_to_bf16_float32_chain():
-    """如果原图中算子精度为float32，则优先使用原图精度float32，如果AI Core中算子不支持float32，则降低
-    精度到bfloat16；如果AI Core中算子不支持bfloat16，则使用AI CPU算子进行计算；如果AI CPU算子也不
-    支持，则执行报错。"""
+    """如果原图中算子精度为float32，则优先使用原图精度float32，如果AI Core中算子不支持float32，
+    则降低精度到bfloat16；如果AI Core中算子不支持bfloat16，则使用AI CPU算子进行计算；
+    如果AI CPU算子也不支持，则执行报错。"""
     m = "allow_fp32_to_bf16"
     assert pick(m, op(), "float32") == ("AI_CORE", "float32")
     assert pick(m, op(aic=("bfloat16",)), "float32") == ("AI_CORE", "bfloat16")
@@ -225,8 +225,8 @@ def test_allow_fp32_to_bf16_float32_chain():
 
 def test_allow_fp32_to_bf16_bfloat16_chain():
     """如果原图中算子精度为bfloat16，则优先使用原图精度bfloat16，如果AI Core中算子不支持bfloat16，
-    则选择float32，如果AI Core中算子不支持float32，则使用AI CPU算子进行计算；如果AI CPU算子也不支持，
-    则执行报错。"""
+    则选择float32，如果AI Core中算子不支持float32，则使用AI CPU算子进行计算；如果AI CPU算子也不
+    支持，则执行报错。"""
     m = "allow_fp32_to_bf16"
     assert pick(m, op(), "bfloat16") == ("AI_CORE", "bfloat16")
     assert pick(m, op(aic=("float32",)), "bfloat16") == ("AI_CORE", "float32")

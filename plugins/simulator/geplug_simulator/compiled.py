@@ -301,9 +301,9 @@ class CompiledModel:
                 types = self.imported.types
                 node_in = [r.source for r in refs_in]
                 node_out = [r.source for r in refs_out]
-                shape = lambda n: tuple(  # noqa: E731
-                    int(d or 1) for d in ((types[n].shape or ()) if n in types else ())
-                )
+                def shape(n: str, types: Mapping[str, Any] = types) -> tuple[int, ...]:
+                    t = types.get(n)
+                    return tuple(int(d or 1) for d in ((t.shape or ()) if t else ()))
                 system.emit_profile(TaskEvent(
                     run=run, op=op, start_us=t, duration_us=cost.duration_us,
                     wait_us=launch, flops=cost.flops, bytes_moved=cost.bytes_moved,

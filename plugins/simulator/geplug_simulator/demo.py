@@ -150,8 +150,8 @@ def run_demo(
         os.makedirs(out_dir, exist_ok=True)
         for label, model, _feeds, _note in cases:
             onnx.save(model, os.path.join(out_dir, f"demo_{label.lower()}.onnx"))
-        np.savez(os.path.join(out_dir, "demo_outputs.npz"),
-                 **{k.replace("/", "__"): v for k, v in results.items()})
+        arrays: dict[str, Any] = {k.replace("/", "__"): v for k, v in results.items()}
+        np.savez(os.path.join(out_dir, "demo_outputs.npz"), **arrays)
         with open(os.path.join(out_dir, "demo_decisions.json"), "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2)
         print(f"Artifacts written to {out_dir}", file=stream)

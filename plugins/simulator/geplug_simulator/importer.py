@@ -32,7 +32,7 @@ __all__ = [
 PINNED_OPSET = 17
 """Models with an older default-domain opset are converted to this one."""
 
-DTYPE_NAMES = {
+DTYPE_NAMES: dict[int, str] = {
     TensorProto.FLOAT: "float32",
     TensorProto.FLOAT16: "float16",
     TensorProto.BFLOAT16: "bfloat16",
@@ -224,7 +224,7 @@ def import_model(model: Any, *, name: str = "") -> ImportedModel:
     for init in ig.initializer:
         types.setdefault(
             init.name,
-            TensorType(DTYPE_NAMES.get(init.data_type, f"onnx:{init.data_type}"),
+            TensorType(DTYPE_NAMES.get(int(init.data_type), f"onnx:{init.data_type}"),
                        tuple(int(d) for d in init.dims)),
         )
     initializers = frozenset(i.name for i in graph.initializer)

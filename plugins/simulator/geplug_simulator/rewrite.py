@@ -111,7 +111,7 @@ class _Builder:
 
     def add(self, op: str, inputs: Sequence[str], out: str, tag: str, **attrs_: object) -> str:
         self.nodes.append(helper.make_node(op, list(inputs), [out], name=self.uniq(tag),
-                                           **attrs_))
+                                           **attrs_))  # type: ignore[arg-type]
         return out
 
     def cast(self, src: str, dtype: str, tag: str, out: str | None = None) -> str:
@@ -222,7 +222,7 @@ def _cheap_fp16(b: _Builder, node: onnx.NodeProto, x: str, y_raw: str) -> bool:
                 d is None for d in shape.shape[2:]
             ):
                 return False
-            count = float(np.prod(shape.shape[2:]))
+            count = float(np.prod([int(d or 1) for d in shape.shape[2:]]))
         pooled = b.uniq(f"{tag}::avg")
         new = onnx.NodeProto()
         new.CopyFrom(node)
@@ -253,7 +253,8 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
         orig, dev, out_dt = d.original_dtype, d.dtype, d.output_dtype or d.dtype
         if dev == "hifloat8":
             raise CompileError(
-                f"node {node.name!r} ({d.op_type}) was assigned hifloat8 by {d.reason.split(':')[0]}; "
+                f"node {node.name!r} ({d.op_type}) was assigned hifloat8 by "
+                f"{d.reason.split(':')[0]}; "
                 "hifloat8 numerics are not simulated - use another precision mode for "
                 "simulation", node=node.name,
             )

@@ -8,7 +8,6 @@ import unittest
 import warnings
 
 import onnx.backend.test
-
 from geplug_simulator.backend import SimBackend
 
 QUICK = (r"^test_(relu|softmax_example|matmul_2d|gemm_default_no_bias|conv_with_strides_padding"

@@ -14,14 +14,14 @@ from geplug.errors import CompileError
 
 
 def test_missing_model_file_is_named(tmp_path):
-    with pytest.raises(CompileError, match="does-not-exist.onnx"):
+    with pytest.raises(CompileError, match=r"does-not-exist\.onnx"):
         import_model(str(tmp_path / "does-not-exist.onnx"))
 
 
 def test_garbage_file_is_not_a_model(tmp_path):
     path = tmp_path / "junk.onnx"
     path.write_bytes(b"\x00\x01 this is not protobuf \xff" * 10)
-    with pytest.raises(CompileError, match="junk.onnx"):
+    with pytest.raises(CompileError, match=r"junk\.onnx"):
         import_model(str(path))
 
 

@@ -152,7 +152,7 @@ def test_lrn_implementation_mode_changes_the_numbers():
 
 def test_missing_input_is_named():
     compiled = make_system("atlas_a2").compile(overflow_model())
-    with pytest.raises(CompileError, match="'x'.*missing") as info:
+    with pytest.raises(CompileError, match=r"'x'.*missing") as info:
         compiled.run({})
     assert info.value.node == "x"
 
@@ -278,6 +278,6 @@ def test_unsupported_dtype_is_a_compile_error_naming_node_and_product():
                        aicpu_dtypes=[])
     product = attrs.evolve(a2, ops={**a2.ops, "MatMulV2": only16})
     system = make_system(product, precision_mode="must_keep_origin_dtype")
-    with pytest.raises(CompileError, match="'big'.*MatMulV2.*atlas_a2") as info:
+    with pytest.raises(CompileError, match=r"'big'.*MatMulV2.*atlas_a2") as info:
         system.compile(overflow_model())
     assert "AI CPU float32" in str(info.value)

@@ -1,0 +1,112 @@
+"""Simulator speed, as ratios against baselines measured in the same run.
+
+- simulated run vs plain onnxruntime (same threads) on one MLP: float32 path (target <= 1.15x)
+  and float16-emulated path, allow_fp32_to_fp16 (target <= 1.7x);
+- simulated run vs ``onnx.reference.ReferenceEvaluator`` on the demo CNN (target >= 50x);
+- compile time of a 1,000-node model (target < 2 s).
+
+Run: ``python benchmarks/bench_simulator.py``; prints the numbers and exits 0.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+def best_of(fn: Callable[[], object], repeat: int = 30) -> float:
+    """Median seconds of ``fn`` after a warm-up."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def mlp(width: int = 512, layers: int = 4) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    nodes, inits, prev = [], [], "x"
+    for i in range(layers):
+        w = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"], name=f"fc{i}"))
+        nodes.append(helper.make_node("Relu", [f"h{i}"], [f"r{i}"], name=f"relu{i}"))
+        prev = f"r{i}"
+    nodes.append(helper.make_node("Softmax", [prev], ["y"], name="softmax", axis=-1))
+    graph = helper.make_graph(
+        nodes, "bench_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def chain(n: int = 1000) -> onnx.ModelProto:
+    nodes, prev = [], "x"
+    ops = ("Relu", "Tanh", "Sigmoid", "Abs")
+    for i in range(n):
+        nodes.append(helper.make_node(ops[i % 4], [prev], [f"t{i}"], name=f"n{i}"))
+        prev = f"t{i}"
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [8, 8])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def main() -> int:
+    from geplug_simulator.demo import build_cnn
+    from geplug_simulator.runtime import default_threads
+
+    import geplug
+
+    threads = default_threads()
+    model = mlp()
+    x = {"x": np.random.default_rng(1).standard_normal((64, 512)).astype(np.float32)}
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    plain = ort.InferenceSession(model.SerializeToString(), so,
+                                 providers=["CPUExecutionProvider"])
+    t_plain = best_of(lambda: plain.run(None, x))
+    print(f"threads={threads}; plain onnxruntime MLP 64x512x4: {t_plain * 1e3:.3f} ms")
+    for mode, target in (("must_keep_origin_dtype", 1.15), ("allow_fp32_to_fp16", 1.7)):
+        with geplug.initialize_system(product="atlas_a2",
+                                      config={"precision_mode": mode}) as system:
+            compiled = system.compile(model)
+            t_sim = best_of(partial(compiled.run, x))
+        ratio = t_sim / t_plain
+        print(f"  simulated {mode:24s} {t_sim * 1e3:.3f} ms  ratio {ratio:.2f}x "
+              f"(target <= {target}x) {'OK' if ratio <= target else 'MISSED'}")
+    cnn = build_cnn()
+    img = {"image": np.random.default_rng(2).standard_normal((1, 3, 64, 64)).astype(np.float32)}
+    from onnx.reference import ReferenceEvaluator
+
+    ref = ReferenceEvaluator(cnn)
+    t_ref = best_of(lambda: ref.run(None, img), repeat=3)
+    with geplug.initialize_system(product="atlas_a2") as system:
+        compiled = system.compile(cnn)
+        t_sim = best_of(lambda: compiled.run(img))
+    speedup = t_ref / t_sim
+    print(f"demo CNN 1x3x64x64: ReferenceEvaluator {t_ref * 1e3:.1f} ms, simulated "
+          f"{t_sim * 1e3:.2f} ms -> {speedup:.0f}x faster (target >= 50x) "
+          f"{'OK' if speedup >= 50 else 'MISSED'}")
+    big = chain(1000)
+    with geplug.initialize_system(product="atlas_a2",
+                                  config={"precision_mode_v2": "fp16"}) as system:
+        t0 = time.perf_counter()
+        system.compile(big)
+        t_compile = time.perf_counter() - t0
+    print(f"compile of a 1,000-node model (every op float16-rewritten): "
+          f"{t_compile:.2f} s (target < 2 s) "
+          f"{'OK' if t_compile < 2 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
