@@ -174,8 +174,13 @@ def _chain(
         if all(d in op.aicore_dtypes for d in (F16, BF16, F32)):
             return [_aic(F16, "the AI Core op supports float16, bfloat16 and float32: "
                          "forced float16")], True
-        return _keep_chain(orig, " (force_fp16 applies only to ops supporting float16, "
-                           "bfloat16 and float32)"), True
+        note = " (force_fp16 applies only to ops supporting float16, bfloat16 and float32)"
+        return [
+            _aic(orig, f"kept the original {orig} on AI Core{note}"),
+            _aic(F16, f"AI Core has no {orig}: lowered to float16, the dtype force_fp16 asks "
+                 "for (inferred: a family without bfloat16 would otherwise never get float16)"),
+            _cpu(orig, f"AI Core has neither {orig} nor float16: kept {orig} on AI CPU{note}"),
+        ], True
     if rule == "fp16_v2" and orig in (F16, BF16, F32):
         return [
             _aic(F16, f"original {orig}: forced float16"),

@@ -76,6 +76,13 @@ def test_force_fp16_applies_to_ops_supporting_all_three_dtypes():
         "AI_CORE", "float32")
 
 
+def test_force_fp16_lowers_a_float16_only_cube_to_float16():
+    """A family without bfloat16 (the training series' cube takes float16 only) still gets
+    float16 under force_fp16, its inference default (inferred; documented in simulator.md)."""
+    assert pick("force_fp16", op(aic=("float16", "int8")), "float32") == ("AI_CORE", "float16")
+    assert pick("force_fp16", op(aic=("int8",)), "float32") == ("AI_CPU", "float32")
+
+
 def test_force_fp16_is_for_online_inference_only():
     """此参数仅适用于在线推理场景。(checked by the configuration rules, R12)"""
     from geplug.config import check
