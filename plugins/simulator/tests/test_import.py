@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from conftest import f32, graph_model
 from geplug_simulator.importer import PINNED_OPSET, import_model
 from geplug_simulator.opmap import ascend_op_type
 from onnx import helper
+from sim_helpers import f32, graph_model
 
 from geplug.errors import CompileError
 

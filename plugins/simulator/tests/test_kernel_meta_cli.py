@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import onnx
-from conftest import make_system, overflow_model
+from sim_helpers import make_system, overflow_model
 
 from geplug.cli.main import main
 from geplug.testing.plugin import require_product

@@ -6,11 +6,11 @@ import ml_dtypes
 import numpy as np
 import onnxruntime as ort
 import pytest
-from conftest import f32, graph_model, make_system, overflow_model
 from geplug_simulator import compiled as compiled_mod
 from geplug_simulator.compiled import FAULT_ENV
 from geplug_simulator.runtime import self_check
 from onnx import helper
+from sim_helpers import f32, graph_model, make_system, overflow_model
 
 from geplug.errors import AICoreError, CompileError
 from geplug.events import ApiCall, DumpEvent, GraphEvent, StepEvent, TaskEvent
