@@ -10,6 +10,9 @@ is installed:
 - ``fresh_manager``: a freshly loaded :class:`~geplug.plugin.PluginManager`, installed as the
   process-wide manager for the test and dropped afterwards.
 - :func:`require_product`: the named product, or a skip when it is not installed.
+- ``@pytest.mark.requires_products("atlas_a2", ...)`` (also as a module's ``pytestmark``):
+  skip unless every named product is installed - for tests about one specific family, so the
+  ``core`` and single-product tox environments skip them instead of failing.
 - ``fake_distribution``: write a fake installed distribution (``*.dist-info`` plus source)
   and put it first on ``sys.path``; its modules are forgotten afterwards.
 - Tests inside a plugin package directory (one with its own ``pyproject.toml``, e.g.
@@ -83,6 +86,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "product_capability(capability, value=True): parametrise `product` only over products "
         "supporting value of the dotted capability",
     )
+    config.addinivalue_line(
+        "markers",
+        "requires_products(*names): skip unless every named product is installed",
+    )
     if config.getoption(CONFORMANCE_OPTION, None):
         from geplug.testing import conformance
 
@@ -137,6 +144,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     _left_out.setdefault(missing, str(directory))
     return True
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip tests marked ``requires_products`` whose products are not all installed."""
+    for marker in item.iter_markers("requires_products"):
+        registry = installed_registry()
+        missing = [name for name in marker.args if name not in registry]
+        if missing:
+            pytest.skip(f"product(s) not installed in this environment: {', '.join(missing)}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
