@@ -35,10 +35,29 @@ def _system(root: str, **options: Any) -> System:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         manager = PluginManager().load()
-    product = manager.products().get("atlas_a2")
+    product = _product(manager)
     cfg = SessionConfig(dump_path=root, **options)
     return System(product=product, manager=manager,
                   config=ResolvedConfig(product=product.name, config=cfg, dump_root=root))
+
+
+def _product(manager: PluginManager) -> Any:
+    """An installed product (atlas_a2 when present), else geplug's minimal sample declaration,
+    so the benchmark also runs with only the core installed."""
+    registry = manager.products()
+    if "atlas_a2" in registry:
+        return registry.get("atlas_a2")
+    installed = list(registry)
+    if installed:
+        return installed[0]
+    from geplug.products import build_product, read_declaration
+    from geplug.testing.samples import minimal_toml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "capabilities.toml")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(minimal_toml("bench_card"))
+        return build_product(read_declaration(path))
 
 
 def _events(system: System, arrays: list[tuple[np.ndarray, np.ndarray]]) -> list[DumpEvent]:

@@ -1,14 +1,31 @@
 """geplug: check, resolve and rehearse Ascend NPU configurations on any machine.
 
 The top level stays cheap to import (``geplug products`` must start fast): heavy parts are
-loaded on first use through module ``__getattr__``.
+loaded on first use through module ``__getattr__``. Product queries are
+:func:`get_product` (by name or SoC version string), :func:`installed_products` (the
+:class:`~geplug.products.ProductRegistry`) and :func:`plugin_report` (what was loaded or
+skipped, and why); ``geplug.products`` is the subpackage of product records, not a function.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geplug.hookspecs import PLUGIN_API, hookimpl
+
+if TYPE_CHECKING:  # the static view of the lazy names below
+    from geplug import mstx
+    from geplug.config import check, export, load_config, resolve
+    from geplug.config.model import SessionConfig
+    from geplug.errors import ConfigError, GeplugError
+    from geplug.plugin import get_product, installed_products, plugin_report
+    from geplug.runtime.api import current_system, initialize_system, shutdown_system
+    from geplug.runtime.rank import (
+        get_local_rank_id,
+        get_local_rank_size,
+        get_rank_id,
+        get_rank_size,
+    )
 
 __version__ = "0.1.0"
 
@@ -23,13 +40,15 @@ __all__ = [
     "export",
     "get_local_rank_id",
     "get_local_rank_size",
+    "get_product",
     "get_rank_id",
     "get_rank_size",
     "hookimpl",
     "initialize_system",
+    "installed_products",
     "load_config",
     "mstx",
-    "products",
+    "plugin_report",
     "resolve",
     "shutdown_system",
 ]
@@ -49,18 +68,24 @@ _LAZY = {
     "get_rank_size": "geplug.runtime.rank",
     "get_local_rank_id": "geplug.runtime.rank",
     "get_local_rank_size": "geplug.runtime.rank",
-    "products": "geplug.plugin",
+    "get_product": "geplug.plugin",
+    "installed_products": "geplug.plugin",
+    "plugin_report": "geplug.plugin",
 }
+"""Public name -> the module defining it (imported on first access)."""
 
 
 def __getattr__(name: str) -> Any:
-    if name == "mstx":
-        import importlib
+    """Import a public name on first use (PEP 562), keeping ``import geplug`` cheap."""
+    import importlib
 
-        return importlib.import_module("geplug.profiling.mstx")
+    if name == "mstx":  # the submodule geplug/mstx.py: ``import geplug.mstx`` gives the same
+        return importlib.import_module("geplug.mstx")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'geplug' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

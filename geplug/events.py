@@ -82,6 +82,10 @@ class OpRecord:
     """Profiling task type: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC, COMMUNICATION, ..."""
     collective: bool = False
     """A collective-communication op (inputs dumped before, outputs after: options.md §4.4)."""
+    data_inputs: tuple[str, ...] = attrs.field(converter=_strs, default=())
+    """Names of the graph inputs (GE ``Data`` ops) that feed this op directly, as in the
+    ``name`` of its input TensorRecords; ``dump_layer`` dumps those Data ops too
+    (options.md §4.7). Empty when the backend does not say."""
 
 
 @attrs.frozen(kw_only=True)
@@ -93,6 +97,9 @@ class RunInfo:
     model_id: int
     step: int
     device_id: int = 0
+    dynamic_shape: bool = False
+    """The model has dynamic (symbolic) input shapes; with ``enable_exception_dump = 1`` such
+    a network gets only the exception dump, no data or overflow dump (options.md §4.1)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -21,6 +21,9 @@ def _inputs(parser: argparse.ArgumentParser) -> None:
                              "GE option map)")
     parser.add_argument("--ge-options", metavar="FILE.json",
                         help="read a GE option map (JSON object of ge.* keys) instead")
+    parser.add_argument("--ge-level", choices=("global", "session", "graph"),
+                        help="the GE level the --ge-options map is passed at (options at "
+                             "another level are errors)")
     parser.add_argument("--atc", metavar='"ARGS"',
                         help='read ATC arguments instead, e.g. --atc "--precision_mode=force_fp16"')
     parser.add_argument("--product", metavar="P", help="product name or SoC version string")
@@ -61,18 +64,7 @@ def _read(args: argparse.Namespace) -> tuple[Any, list[Any]] | None:
     if len(given) != 1:
         return None
     if args.ge_options:
-        try:
-            with open(args.ge_options, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError) as exc:
-            from geplug.config.model import SessionConfig
-            from geplug.config.problems import Problem
-
-            return SessionConfig(front_end="ge"), [Problem(
-                option=args.ge_options, value=args.ge_options, severity="error",
-                message=f"cannot read the GE option map: {exc}",
-                hint="give a JSON object of GE keys to string values")]
-        return parse.parse_ge_options(data)
+        return parse.parse_ge_file(args.ge_options, level=args.ge_level)
     if args.atc:
         return parse.parse_atc_args(args.atc)
     return parse.parse_source(args.config)
@@ -83,7 +75,7 @@ def _products(args: argparse.Namespace, config: Any, *, allow_all: bool) -> list
 
     registry = get_manager().products()
     if allow_all and getattr(args, "all_products", False):
-        return list(registry)
+        return list(registry) or None
     name = args.product or config.soc_version
     if not name:
         return None
@@ -95,20 +87,38 @@ def _print_problems(problems: list[Any], stream: Any) -> None:
         print(f"  {p.severity}: {p.render()}", file=stream)
 
 
-def _check_cmd(args: argparse.Namespace) -> int:
+def _problems(args: argparse.Namespace, config: Any, product: Any,
+              parse_problems: list[Any]) -> list[Any]:
+    """Parsing problems and rule problems together, each finding once."""
     from geplug.config import check
+    from geplug.config.problems import unique
 
+    return unique([*parse_problems, *check(
+        config, product, for_initialize_system=getattr(args, "for_initialize_system", False))])
+
+
+def _read_or_usage(args: argparse.Namespace, *, allow_all: bool
+                   ) -> tuple[Any, list[Any], list[Any]] | int:
+    """(config, parsing problems, products) or the usage exit code after saying why."""
     read = _read(args)
     if read is None:
         return _usage("give exactly one of CONFIG, --ge-options FILE or --atc ARGS")
     config, parse_problems = read
-    products = _products(args, config, allow_all=True)
+    products = _products(args, config, allow_all=allow_all)
     if products is None:
-        return _usage("name a product with --product P (or use --all-products)")
+        return _usage("name a product with --product P" +
+                      (" (or use --all-products)" if allow_all else ""))
+    return config, parse_problems, products
+
+
+def _check_cmd(args: argparse.Namespace) -> int:
+    got = _read_or_usage(args, allow_all=True)
+    if isinstance(got, int):
+        return got
+    config, parse_problems, products = got
     results = []
     for product in products:
-        problems = parse_problems + check(config, product,
-                                          for_initialize_system=args.for_initialize_system)
+        problems = _problems(args, config, product, parse_problems)
         errors = sum(p.severity == "error" for p in problems)
         results.append((product, problems, errors))
     failed = any(errors for _, _, errors in results)
@@ -134,31 +144,29 @@ def _check_cmd(args: argparse.Namespace) -> int:
     return EXIT_FINDING if failed else EXIT_OK
 
 
-def _resolved(args: argparse.Namespace) -> tuple[Any, Any, Any] | int:
-    from geplug.config import check, resolve
+def _resolved(args: argparse.Namespace) -> tuple[Any, Any, Any, list[Any]] | int:
+    """(config, product, resolved, warnings), or the exit code after printing the errors."""
+    from geplug.config import resolve
 
-    read = _read(args)
-    if read is None:
-        return _usage("give exactly one of CONFIG, --ge-options FILE or --atc ARGS")
-    config, problems = read
-    products = _products(args, config, allow_all=False)
-    if products is None:
-        return _usage("name a product with --product P")
+    got = _read_or_usage(args, allow_all=False)
+    if isinstance(got, int):
+        return got
+    config, parse_problems, products = got
     product = products[0]
-    problems = problems + check(config, product)
+    problems = _problems(args, config, product, parse_problems)
     if any(p.severity == "error" for p in problems):
         print(f"geplug: the configuration has errors on {product.name}:", file=sys.stderr)
         _print_problems(problems, sys.stderr)
         return EXIT_FINDING
-    _print_problems([p for p in problems if p.severity == "warning"], sys.stderr)
-    return config, product, resolve(config, product)
+    return config, product, resolve(config, product), problems
 
 
 def _resolve_cmd(args: argparse.Namespace) -> int:
     got = _resolved(args)
     if isinstance(got, int):
         return got
-    _, _, resolved = got
+    _, _, resolved, warnings = got
+    _print_problems(warnings, sys.stderr)
     data = resolved.to_json()
     if args.format == "json":
         print(json.dumps(data, indent=2, default=str))
@@ -173,7 +181,8 @@ def _resolve_cmd(args: argparse.Namespace) -> int:
         print(f"  {name} = {value!r}" + (f"  ({source})" if source else ""))
     for name in ("device_id", "dump_root", "profiling_output", "kernel_meta_dir",
                  "exception_dump_level", "exception_dump_dir", "op_debug_items",
-                 "impl_default", "impl_by_op_type", "impl_by_node", "mixlist_overrides"):
+                 "impl_default", "impl_by_op_type", "impl_by_node", "mixlist_overrides",
+                 "enable_small_channel"):
         value = data[name]
         if value in (None, (), [], {}):
             continue
@@ -183,11 +192,14 @@ def _resolve_cmd(args: argparse.Namespace) -> int:
 
 
 def _export_cmd(args: argparse.Namespace) -> int:
-    from geplug.config import export
+    from geplug.config.export import export_report
+    from geplug.config.problems import unique
 
     got = _resolved(args)
     if isinstance(got, int):
         return got
-    config, product, _ = got
-    sys.stdout.write(export(config, product, args.to))
+    config, product, _, warnings = got
+    report = export_report(config, product, args.to)
+    _print_problems(unique([*warnings, *report.problems]), sys.stderr)
+    sys.stdout.write(report.text)
     return EXIT_OK

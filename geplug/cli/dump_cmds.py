@@ -195,7 +195,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
     (lossless; .npy has no bfloat16 type), like the reference reader does."""
     import numpy as np
 
-    from geplug.dump.fileio import ensure_dir
     from geplug.dump.reader import iter_dump_tree
 
     root = args.path if os.path.isdir(args.path) else os.path.dirname(os.path.abspath(args.path))
@@ -203,7 +202,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for entry in iter_dump_tree(args.path):
         dump = entry.read()
         rel = os.path.relpath(os.path.dirname(entry.path), root)
-        out_dir = ensure_dir(os.path.normpath(os.path.join(args.out, rel)))
+        out_dir = _out_dir(os.path.normpath(os.path.join(args.out, rel)))
         arrays: dict[str, Any] = {}
         for t in dump.tensors:
             if t.array is None:
@@ -227,11 +226,35 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _out_dir(path: str) -> str:
+    """Create the convert output directory ``path``; a DumpError names it on failure."""
+    from geplug.errors import DumpError
+
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise DumpError(f"cannot create output directory {path!r}: {exc.strerror or exc}; "
+                        "choose a writable --out directory", path=path) from exc
+    return path
+
+
 def _save(target: str, write: Any) -> None:
-    tmp = target + ".tmp"
-    with open(tmp, "wb") as fh:
-        write(fh)
-    os.replace(tmp, target)
+    """Write one converted file completely or not at all (temporary name, then rename)."""
+    from geplug.errors import DumpError
+
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+        os.replace(tmp, target)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise DumpError(f"cannot write {target!r}: {exc.strerror or exc}; free some space or "
+                        "choose a writable --out directory (files converted before are "
+                        "complete)", path=target) from exc
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

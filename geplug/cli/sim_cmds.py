@@ -17,9 +17,27 @@ __all__ = ["add_parser", "open_system"]
 
 
 def open_system(product: str | None, config: Any) -> Any:
-    """An initialised system for ``product`` with ``config`` (path, mapping or None)."""
+    """An initialised system for ``product`` with ``config`` (path, mapping or None).
+
+    ``geplug compile`` / ``run`` / ``demo`` stand for ATC and the ACL runtime, which every
+    product has, so a product without the TF1 ``initialize_system`` API (the inference
+    series: ``runtime.initialize_system = false``) is opened too: its declaration is used with
+    that one flag lifted, every other rule of the configuration still applies.
+    """
+    import attrs
+
+    from geplug.config.parse import parse_source
+    from geplug.plugin import get_manager
     from geplug.runtime.api import initialize_system
 
+    name = product
+    if name is None:
+        name = parse_source(config)[0].soc_version or None
+    if name is not None:
+        found = get_manager().products().get(str(name))
+        if not found.runtime.initialize_system:
+            runtime = attrs.evolve(found.runtime, initialize_system=True)
+            return initialize_system(product=attrs.evolve(found, runtime=runtime), config=config)
     return initialize_system(product=product, config=config)
 
 
@@ -109,9 +127,49 @@ def _random_inputs(compiled: Any) -> dict[str, Any]:
     return feeds
 
 
+def _check_output(path: str | None) -> None:
+    from geplug.errors import GeplugError
+
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise GeplugError(f"--output {path!r}: directory {folder!r} does not exist; create it "
+                          "or give another path")
+    if os.path.isdir(path):
+        raise GeplugError(f"--output {path!r} is a directory; give a file name such as "
+                          "outputs.npz")
+
+
+def _save_npz(path: str, arrays: Mapping[str, Any]) -> None:
+    """Write ``arrays`` to ``path`` completely or not at all (temp file + os.replace)."""
+    import numpy as np
+
+    from geplug.errors import GeplugError
+
+    fd, tmp = tempfile.mkstemp(prefix=".geplug-run-", suffix=".npz",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **dict(arrays))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plain file obeys the umask
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise GeplugError(f"--output {path!r}: cannot write it ({exc.strerror})") from None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from geplug.errors import GeplugError
+
+    if args.steps < 1:
+        raise GeplugError(f"--steps {args.steps!r}: give a number of steps >= 1")
+    _check_output(args.output)
     feeds = _parse_inputs(args.input or [])
     with open_system(args.product, _config_arg(args.config)) as system:
         compiled = system.compile(args.model)
@@ -129,26 +187,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"  {name}: {arr.dtype} {list(arr.shape)}"
                   + ("" if finite else "  (contains inf/nan)"))
         if args.output:
-            tmp = args.output + ".tmp.npz"
-            np.savez(tmp, **dict(outputs))
-            os.replace(tmp, args.output)
+            _save_npz(args.output, outputs)
             print(f"outputs written to {args.output}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from geplug_simulator.demo import run_demo
+    from geplug.errors import GeplugError
 
-    def opener(product: str, options: dict[str, Any]) -> Any:
-        return open_system(product, options)
-
+    try:
+        from geplug_simulator import DEFAULT_PRODUCT
+        from geplug_simulator.demo import run_demo
+    except ImportError:
+        raise GeplugError("geplug demo needs the simulator: pip install geplug-simulator "
+                          "(from a checkout: pip install -e plugins/simulator)") from None
+    product = args.product or DEFAULT_PRODUCT
     if args.out:
-        return run_demo(opener, product=args.product, out_dir=args.out, stream=sys.stdout)
+        out = os.path.abspath(args.out)
+        return run_demo(open_system, product=product, out_dir=out, stream=sys.stdout)
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="geplug-demo-") as tmp:
         os.chdir(tmp)  # anything the configuration writes stays in the temp dir
         try:
-            return run_demo(opener, product=args.product, stream=sys.stdout)
+            return run_demo(open_system, product=product, stream=sys.stdout)
         finally:
             os.chdir(cwd)
 
@@ -162,7 +223,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("model", help="path of an .onnx file")
     p.add_argument("--product", default=None, help="product name or SoC version "
-                   "(default: the config's soc_version, else atlas_a2)")
+                   "(default: the config's soc_version, else the only installed product)")
     p.add_argument("--config", default=None, help="session configuration (TOML)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_cmd_compile)
@@ -173,7 +234,8 @@ def add_parser(subparsers: Any) -> None:
                     "the configuration, as on hardware.",
     )
     p.add_argument("model", help="path of an .onnx file")
-    p.add_argument("--product", default=None)
+    p.add_argument("--product", default=None, help="product name or SoC version "
+                   "(default: the config's soc_version, else the only installed product)")
     p.add_argument("--config", default=None, help="session configuration (TOML)")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="an input array (repeat per input); default: seeded random inputs")
@@ -186,7 +248,9 @@ def add_parser(subparsers: Any) -> None:
         description="Build a small MLP and CNN, run them on a simulated product under "
                     "several precision modes, and print the decisions, numbers and times.",
     )
-    p.add_argument("--product", default="atlas_a2")
+    p.add_argument("--product", default=None,
+                   help="product name or SoC version (default: the simulator's default "
+                        "product, geplug_simulator.DEFAULT_PRODUCT)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="keep the models, outputs and decisions here (default: write nothing)")
     p.set_defaults(func=_cmd_demo)

@@ -1,10 +1,13 @@
 """Export a config to what the real stack consumes: GE option map, TF1 session-config snippet,
-ATC command line, torch_npu ``set_option`` (options.md §2, the seed's example for TF).
+ATC command line, torch_npu ``set_option`` (options.md §2, §5.1, §7.1, §9.1; the seed's example).
 
-Exporters write the options the user set, plus the front-end dependent defaults that would
-otherwise change meaning in the target layer (graph_run_mode and enable_exception_dump differ
-between TF and GE, policy §12; ATC needs soc_version). :func:`read_export` reads every form
-back, so ``read_export(export(c)) == c`` on the options the target can express.
+Each target carries only what it can take. An option the target has no key for, or a value the
+target refuses (torch_npu takes only two precision modes and two implementation modes, ATC only
+its flags and their value tables, no hif8 outside ATC), is left out: a ``#`` comment says so in
+the TF, ATC and torch_npu texts, and :func:`export_report` returns a warning :class:`Problem`
+for it - never an invalid setting. Defaults that differ between layers (graph_run_mode and
+enable_exception_dump between TF and GE, policy §12; ATC's mandatory soc_version) are written
+explicitly. :func:`read_export` reads every form back: ``read_export(export(c)) == carried``.
 """
 
 from __future__ import annotations
@@ -13,75 +16,147 @@ import json
 import shlex
 from typing import Any
 
-from geplug.config.defaults import default_exception_dump, graph_run_mode
+import attrs
+
+from geplug.config.defaults import (
+    PRECISION_MODES,
+    PRECISION_MODES_V2,
+    default_exception_dump,
+    graph_run_mode,
+)
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER, OPTIONS
+from geplug.config.problems import Problem
+from geplug.errors import ConfigError
 from geplug.products.schema import Product
 
-__all__ = ["TARGETS", "export", "expressible", "materialised_defaults", "read_export"]
+__all__ = ["TARGETS", "Export", "export", "export_report", "export_values", "read_export"]
 
 TARGETS = ("ge", "tf", "atc", "torch")
-_TARGET_FRONT_END = {"ge": "ge", "tf": "tf", "atc": "atc", "torch": "torch"}
-_NO_TORCH = {
-    "profiling_mode": "torch_npu.profiler.profile(experimental_config=_ExperimentalConfig(...))",
-    "profiling_options": "torch_npu.profiler._ExperimentalConfig fields (aic_metrics, l2_cache, "
-                         "...)",
-    "enable_dump": "an acl.json dump block loaded by torch_npu.npu.init_dump()/set_dump()",
-    "dump_path": "acl.json dump_path",
-    "dump_step": "acl.json dump_step",
-    "dump_mode": "acl.json dump_mode",
-    "enable_dump_debug": "acl.json dump_debug",
-    "enable_exception_dump": "env NPU_COLLECT_PATH / ASCEND_DUMP_SCENE",
+TARGET_NAMES = {"ge": "GE", "tf": "the TF adapter", "atc": "ATC", "torch": "torch_npu"}
+HIF8_MODES = ("cube_hif8", "mixed_hif8")
+SESSION_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_all",
+                     "high_performance_for_all")
+"""op_select_implmode values of the TF adapter and the ATC value table (§9.1, policy §12)."""
+GE_IMPLMODES = (*SESSION_IMPLMODES, "enable_float_32_execution", "enable_hi_float_32_execution")
+TORCH_IMPLMODES = ("high_performance", "high_precision")
+TORCH_PRECISION = ("allow_fp32_to_fp16", "must_keep_origin_dtype")
+DEBUG_LEVELS = range(5)
+
+_ELSEWHERE = {
+    "torch": {
+        "profiling_mode": "torch_npu.profiler.profile(experimental_config=_ExperimentalConfig())",
+        "profiling_options": "torch_npu.profiler._ExperimentalConfig fields (aic_metrics, "
+                             "l2_cache, ...)",
+        "enable_dump": "an acl.json dump block loaded by torch_npu.npu.init_dump()/set_dump()",
+        "dump_path": "acl.json dump_path", "dump_step": "acl.json dump_step",
+        "dump_mode": "acl.json dump_mode", "dump_data": "acl.json dump_data",
+        "enable_dump_debug": "acl.json dump_debug",
+        "enable_exception_dump": "env NPU_COLLECT_PATH / ASCEND_DUMP_SCENE",
+    },
+    "atc": {
+        "graph_run_mode": "ATC always compiles for online inference (graph_run_mode 0)",
+        "enable_exception_dump": "env NPU_COLLECT_PATH / ASCEND_DUMP_SCENE",
+    },
 }
+"""Where an option lives instead when the target has no key for it."""
+
+
+@attrs.frozen(kw_only=True)
+class Export:
+    """An export: the text for the target and a warning per option left out (and why)."""
+
+    text: str
+    problems: tuple[Problem, ...] = ()
+    values: dict[str, Any] = attrs.field(factory=dict)
+    """The options written, by option name (what :func:`read_export` gives back)."""
 
 
 def _target(to: str) -> str:
     key = "torch" if to in ("torch", "torch_npu") else to
     if key not in TARGETS:
-        from geplug.config.problems import Problem
-        from geplug.errors import ConfigError
-
         raise ConfigError([Problem(option="--to", value=to, severity="error",
                                    message=f"unknown export target {to!r}",
                                    hint="use ge, tf, atc or torch_npu")])
     return key
 
 
-def expressible(to: str) -> tuple[str, ...]:
-    """The options the target can carry (the others are listed as comments or dropped)."""
-    key = _target(to)
-    if key in ("ge", "tf"):
-        return OPTION_ORDER
+def _has_key(name: str, key: str) -> bool:
+    spec = OPTIONS[name]
+    if key == "ge":
+        return any(k.startswith("ge.") for k in spec.ge_keys)
     if key == "atc":
-        return tuple(n for n in OPTION_ORDER if OPTIONS[n].atc_flag)
-    return tuple(n for n in OPTION_ORDER if OPTIONS[n].torch_key)
+        return bool(spec.atc_flag)
+    if key == "torch":
+        return bool(spec.torch_key)
+    return True
+
+
+def _refusal(name: str, value: Any, key: str) -> str:
+    """Why the target layer would refuse ``value`` for ``name`` ("" when it takes it)."""
+    allowed: tuple[Any, ...] = ()
+    if name == "precision_mode":
+        allowed = TORCH_PRECISION if key == "torch" else PRECISION_MODES
+    elif name == "precision_mode_v2":
+        allowed = PRECISION_MODES_V2 if key == "atc" else tuple(
+            m for m in PRECISION_MODES_V2 if m not in HIF8_MODES)
+    elif name == "op_select_implmode":
+        allowed = {"torch": TORCH_IMPLMODES, "ge": GE_IMPLMODES}.get(key, SESSION_IMPLMODES)
+    elif name == "op_debug_level" and key in ("atc", "torch"):
+        allowed = tuple(DEBUG_LEVELS)
+    if not allowed or value in allowed:
+        return ""
+    return (f"{TARGET_NAMES[key]} takes only {', '.join(map(str, allowed))} here, not "
+            f"{value!r}")
 
 
 def materialised_defaults(config: SessionConfig, product: Product, to: str) -> dict[str, Any]:
     """Defaults written explicitly because the target layer's own default differs."""
     key = _target(to)
     out: dict[str, Any] = {}
-    if key in ("ge", "tf"):
-        target = SessionConfig(front_end=_TARGET_FRONT_END[key])
-        if config.graph_run_mode is None:
-            mine, _ = graph_run_mode(config, product)
-            theirs, _ = graph_run_mode(target, product)
-            if mine != theirs:
-                out["graph_run_mode"] = mine
-        if config.enable_exception_dump is None:
-            mine_e = default_exception_dump(config.front_end)
-            if mine_e != default_exception_dump(target.front_end):
-                out["enable_exception_dump"] = mine_e
+    target = SessionConfig(front_end=key)
+    if key in ("ge", "tf") and config.graph_run_mode is None:
+        mine, _ = graph_run_mode(config, product)
+        if mine != graph_run_mode(target, product)[0]:
+            out["graph_run_mode"] = mine
+    if key != "atc" and config.enable_exception_dump is None:
+        mine_e = default_exception_dump(config.front_end)
+        if mine_e != default_exception_dump(key):
+            out["enable_exception_dump"] = mine_e
     if key == "atc" and config.soc_version is None and product.soc_versions:
         out["soc_version"] = product.soc_versions[0]
     return out
 
 
-def _values(config: SessionConfig, product: Product, to: str) -> dict[str, Any]:
-    names = expressible(to)
-    values = {n: getattr(config, n) for n in names if getattr(config, n) is not None}
-    values.update(materialised_defaults(config, product, to))
-    return {n: values[n] for n in OPTION_ORDER if n in values}
+def export_values(config: SessionConfig, product: Product, to: str
+                  ) -> tuple[dict[str, Any], list[tuple[str, Any, str]]]:
+    """(the options ``to`` carries, by name in reference order; the options left out as
+    ``(name, value, why)``)."""
+    key = _target(to)
+    wanted = {**config.set_options(), **materialised_defaults(config, product, key)}
+    values: dict[str, Any] = {}
+    left_out: list[tuple[str, Any, str]] = []
+    for name in OPTION_ORDER:
+        if name not in wanted:
+            continue
+        value = wanted[name]
+        if key == "atc" and name == "graph_run_mode" and value == 0:
+            continue  # what ATC does anyway
+        if not _has_key(name, key):
+            where = _ELSEWHERE.get(key, {}).get(name, "")
+            why = f"no {TARGET_NAMES[key]} equivalent" + (f"; use {where}" if where and
+                                                          not where.startswith("ATC") else
+                                                          f" ({where})" if where else "")
+            left_out.append((name, value, why))
+        elif why := _refusal(name, value, key):
+            left_out.append((name, value, f"no {TARGET_NAMES[key]} equivalent: {why}"))
+        else:
+            values[name] = value
+    if key == "atc" and graph_run_mode(config, product)[0] == 1 and not any(
+            n == "graph_run_mode" for n, _, _ in left_out):
+        left_out.append(("graph_run_mode", 1, "ATC always compiles for online inference "
+                         "(graph_run_mode 0); training defaults and options do not apply"))
+    return values, left_out
 
 
 def _text(value: Any) -> str:
@@ -92,27 +167,42 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def export(config: SessionConfig, product: Product, to: str) -> str:
-    """``config`` as text for ``to`` in ge | tf | atc | torch_npu (``torch`` also accepted)."""
+def _comment(name: str, value: Any, why: str) -> str:
+    shown = _text(value).replace("\n", "\\n")
+    if len(shown) > 60:
+        shown = shown[:60] + "..."
+    return f"# {name} = {shown!r}: {why}"
+
+
+def export_report(config: SessionConfig, product: Product, to: str) -> Export:
+    """``config`` for ``to`` (ge | tf | atc | torch_npu; ``torch`` also accepted), with a
+    warning problem for every option the target cannot carry."""
     key = _target(to)
-    values = _values(config, product, key)
-    left_out = [n for n in config.set_options() if n not in values]
+    values, left_out = export_values(config, product, key)
+    problems = tuple(Problem(option=name, value=value if isinstance(value, (str, int, bool))
+                             else _text(value), severity="warning",
+                             message=f"not exported to {TARGET_NAMES[key]}: {why}",
+                             hint="set it where the comment says, or leave it out")
+                     for name, value, why in left_out)
+    comments = [_comment(name, value, why) for name, value, why in left_out]
     if key == "ge":
-        return json.dumps({OPTIONS[n].ge_keys[0]: _text(v) for n, v in values.items()},
-                          indent=2) + "\n"
-    if key == "tf":
-        return _tf(values)
-    if key == "atc":
-        lines = [f"# {n}: no ATC flag (set it in the session, not in ATC)" for n in left_out]
+        text = json.dumps({next(k for k in OPTIONS[n].ge_keys if k.startswith("ge.")): _text(v)
+                           for n, v in values.items()}, indent=2) + "\n"
+    elif key == "tf":
+        text = "\n".join([*comments, _tf(values)]) + "\n"
+    elif key == "atc":
         args = ["atc"] + [f"--{OPTIONS[n].atc_flag}={_text(v)}" for n, v in values.items()]
-        lines.append(" ".join(shlex.quote(a) for a in args))
-        return "\n".join(lines) + "\n"
-    lines = [f"# {n}: no torch_npu set_option key; use {_NO_TORCH.get(n, 'nothing')}"
-             for n in left_out]
-    options = {OPTIONS[n].torch_key: _text(v) for n, v in values.items()}
-    lines += ["import torch_npu", "",
-              f"torch_npu.npu.set_option({json.dumps(options, indent=4)})"]
-    return "\n".join(lines) + "\n"
+        text = "\n".join([*comments, " ".join(shlex.quote(a) for a in args)]) + "\n"
+    else:
+        options = {OPTIONS[n].torch_key: _text(v) for n, v in values.items()}
+        text = "\n".join([*comments, "import torch_npu", "",
+                          f"torch_npu.npu.set_option({json.dumps(options, indent=4)})"]) + "\n"
+    return Export(text=text, problems=problems, values=values)
+
+
+def export(config: SessionConfig, product: Product, to: str) -> str:
+    """The text of :func:`export_report` (left-out options appear as ``#`` comments)."""
+    return export_report(config, product, to).text
 
 
 def _py_str(text: str) -> str:
@@ -147,7 +237,7 @@ def _tf(values: dict[str, Any]) -> str:
         "config.graph_options.rewrite_options.remapping = RewriterConfig.OFF",
         "config.graph_options.rewrite_options.memory_optimization = RewriterConfig.OFF",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def read_export(text: str, to: str) -> SessionConfig:
@@ -159,18 +249,14 @@ def read_export(text: str, to: str) -> SessionConfig:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            from geplug.config.problems import Problem
-            from geplug.errors import ConfigError
-
             raise ConfigError([Problem(option="<ge>", value=text[:200], severity="error",
                                        message=f"not JSON: {exc}")]) from None
         return parse.ensure(parse.parse_ge_options(data), "GE option map")
     if key == "tf":
         return parse.ensure(parse.parse_tf_snippet(text), "TF snippet")
     if key == "atc":
-        lines = text.split("\n")
-        while lines and (not lines[0].strip() or lines[0].startswith("#")):
-            lines.pop(0)
+        lines = [line for line in text.split("\n") if line.strip() and
+                 not line.startswith("#")]
         return parse.ensure(parse.parse_atc_args("\n".join(lines)), "ATC command line")
     start, end = text.find("set_option(") + len("set_option("), text.rfind(")")
     try:

@@ -8,6 +8,7 @@ __all__ = [
     "ATC_IGNORED_FLAGS",
     "FRONT_ENDS",
     "GE_KEY_TO_OPTION",
+    "GE_LEVELS",
     "OPTIONS",
     "OPTION_ORDER",
     "TF_ALIASES",
@@ -17,6 +18,11 @@ __all__ = [
 
 FRONT_ENDS = ("tf", "ge", "atc", "torch", "python")
 """Where a configuration came from; defaults differ between them (options.md §12)."""
+GE_LEVELS = ("global", "session", "graph")
+"""GE option levels: ``GEInitialize`` (global / init), ``ge::Session``, per graph (§2.2)."""
+_ALL = GE_LEVELS
+_GLOBAL = ("global",)
+_GS = ("global", "session")
 
 
 @attrs.frozen(kw_only=True)
@@ -27,6 +33,8 @@ class OptionSpec:
     ``tf_accessor`` is the AttrValue field the TF adapter reads (options.md §2.1).
     ``ge_keys``: GE option keys, the ``ge.*`` key first (the TF adapter also sets the plain name).
     ``atc_flag``/``torch_key``: "" when that layer has no equivalent.
+    ``ge_levels``: the GE levels that accept the option (options.md §2.2 and the per-option
+    "GE docs" notes); GE only warns about another level, geplug rejects it (policy §12).
     """
 
     name: str
@@ -36,54 +44,58 @@ class OptionSpec:
     atc_flag: str = ""
     torch_key: str = ""
     section: str = ""
+    ge_levels: tuple[str, ...] = GE_LEVELS
 
 
 def _o(name: str, kind: str, acc: str, ge: tuple[str, ...], atc: str = "", torch: str = "",
-       section: str = "") -> OptionSpec:
+       section: str = "", levels: tuple[str, ...] = _ALL) -> OptionSpec:
     return OptionSpec(name=name, kind=kind, tf_accessor=acc, ge_keys=ge, atc_flag=atc,
-                      torch_key=torch, section=section)
+                      torch_key=torch, section=section, ge_levels=levels)
 
 
 _SPECS = (
     _o("profiling_mode", "bool", "b", ("ge.exec.profilingMode", "profiling_mode"),
-       section="§3.1"),
+       section="§3.1", levels=_GLOBAL),
     _o("profiling_options", "profiling", "s", ("ge.exec.profilingOptions", "profiling_options"),
-       section="§3.2"),
-    _o("enable_dump", "bool", "b", ("ge.exec.enableDump", "enable_dump"), section="§4.1"),
-    _o("dump_path", "str", "s", ("ge.exec.dumpPath", "dump_path"), section="§4.2"),
-    _o("dump_step", "str", "s", ("ge.exec.dumpStep", "dump_step"), section="§4.3"),
-    _o("dump_mode", "str", "s", ("ge.exec.dumpMode", "dump_mode"), section="§4.4"),
+       section="§3.2", levels=_GLOBAL),
+    _o("enable_dump", "bool", "b", ("ge.exec.enableDump", "enable_dump"),
+       section="§4.1", levels=_GS),
+    _o("dump_path", "str", "s", ("ge.exec.dumpPath", "dump_path"), section="§4.2", levels=_GS),
+    _o("dump_step", "str", "s", ("ge.exec.dumpStep", "dump_step"), section="§4.3", levels=_GS),
+    _o("dump_mode", "str", "s", ("ge.exec.dumpMode", "dump_mode"), section="§4.4", levels=_GS),
     _o("enable_dump_debug", "bool", "b", ("ge.exec.enableDumpDebug", "enable_dump_debug"),
-       section="§4.5"),
+       section="§4.5", levels=_GS),
     _o("dump_debug_mode", "str", "s", ("ge.exec.dumpDebugMode", "dump_debug_mode"),
-       section="§4.6"),
-    _o("dump_data", "str", "s", ("ge.exec.dumpData", "dump_data"), section="§4.7"),
-    _o("dump_layer", "str", "s", ("ge.exec.dumpLayer", "dump_layer"), section="§4.7"),
+       section="§4.6", levels=_GS),
+    _o("dump_data", "str", "s", ("ge.exec.dumpData", "dump_data"), section="§4.7", levels=_GS),
+    _o("dump_layer", "str", "s", ("ge.exec.dumpLayer", "dump_layer"), section="§4.7", levels=_GS),
     _o("precision_mode", "str", "s", ("ge.exec.precision_mode", "precision_mode"),
        atc="precision_mode", torch="ACL_PRECISION_MODE", section="§5.1"),
     _o("precision_mode_v2", "str", "s", ("ge.exec.precision_mode_v2", "precision_mode_v2"),
        atc="precision_mode_v2", section="§5.2"),
     _o("modify_mixlist", "str", "s", ("ge.exec.modify_mixlist", "modify_mixlist"),
        atc="modify_mixlist", section="§5.5"),
-    _o("graph_run_mode", "int", "i", ("ge.graphRunMode", "graph_run_mode"), section="§6"),
+    _o("graph_run_mode", "int", "i", ("ge.graphRunMode", "graph_run_mode"),
+       section="§6", levels=_GS),
     _o("op_debug_level", "int", "i", ("ge.opDebugLevel", "op_debug_level"),
        atc="op_debug_level", torch="ACL_OP_DEBUG_LEVEL", section="§7.1"),
     _o("op_debug_config", "str", "s", ("ge.exec.opDebugConfig", "op_debug_config"),
-       atc="op_debug_config", section="§7.2"),
+       atc="op_debug_config", section="§7.2", levels=_GLOBAL),
     _o("debug_dir", "str", "s", ("ge.debugDir", "debug_dir"), atc="debug_dir",
        torch="ACL_DEBUG_DIR", section="§7.3"),
     _o("enable_exception_dump", "int", "i",
-       ("ge.exec.enable_exception_dump", "enable_exception_dump"), section="§8"),
+       ("ge.exec.enable_exception_dump", "enable_exception_dump"), section="§8", levels=_GLOBAL),
     _o("op_select_implmode", "str", "s", ("ge.opSelectImplmode", "op_select_implmode"),
-       atc="op_select_implmode", torch="ACL_OP_SELECT_IMPL_MODE", section="§9.1"),
+       atc="op_select_implmode", torch="ACL_OP_SELECT_IMPL_MODE", section="§9.1", levels=_GS),
     _o("optypelist_for_implmode", "str", "s",
        ("ge.optypelistForImplmode", "optypelist_for_implmode"),
-       atc="optypelist_for_implmode", torch="ACL_OPTYPELIST_FOR_IMPLMODE", section="§9.2"),
+       atc="optypelist_for_implmode", torch="ACL_OPTYPELIST_FOR_IMPLMODE",
+       section="§9.2", levels=_GS),
     _o("op_precision_mode", "str", "s", ("ge.exec.op_precision_mode", "op_precision_mode"),
-       atc="op_precision_mode", section="§9.3"),
+       atc="op_precision_mode", section="§9.3", levels=_GS),
     _o("soc_version", "str", "s", ("ge.socVersion", "soc_version"), atc="soc_version",
        section="§10"),
-    _o("use_off_line", "bool", "b", ("use_off_line",), section="§15.1"),
+    _o("use_off_line", "bool", "b", (), section="§15.1"),
 )
 
 OPTIONS: dict[str, OptionSpec] = {s.name: s for s in _SPECS}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import attrs
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "unique"]
 
 
 @attrs.frozen(kw_only=True)
@@ -24,6 +25,11 @@ class Problem:
     message: str
     hint: str = ""
     code: str = ""
+
+    def identity(self) -> tuple[str, str, str, str]:
+        """What makes two findings the same one (reported once): option, severity, message,
+        value."""
+        return (self.option, self.severity, self.message, repr(self.value))
 
     def render(self) -> str:
         """One readable line: ``option = value: message (hint) [code]``."""
@@ -47,3 +53,15 @@ class Problem:
             "hint": self.hint,
             "code": self.code,
         }
+
+
+def unique(problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` in order, each identical finding (option, severity, message, value) once."""
+    seen: set[tuple[str, str, str, str]] = set()
+    out: list[Problem] = []
+    for problem in problems:
+        key = problem.identity()
+        if key not in seen:
+            seen.add(key)
+            out.append(problem)
+    return out

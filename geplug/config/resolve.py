@@ -18,14 +18,12 @@ from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER
 from geplug.config.problems import Problem
 from geplug.config.resolved import ResolvedConfig, Source
+from geplug.config.text import digits
 from geplug.products.schema import Product
 
 __all__ = ["default_profiling_options", "resolve"]
 
 
-def _digits(text: str) -> bool:
-    """ASCII decimal digits only (``str.isdigit`` also accepts superscripts int() rejects)."""
-    return text.isascii() and text.isdigit()
 
 NPU_COLLECT_DEBUG_ITEMS = ("dump_cce", "dump_loc", "ccec_g")
 """FE's internal op_debug_config with NPU_COLLECT_PATH and no config (options.md §7.2 lists
@@ -49,7 +47,7 @@ def default_profiling_options(product: Product, run_mode: int) -> ProfilingOptio
 
 def _int_env(env: Mapping[str, str], name: str) -> int | None:
     raw = (env.get(name) or "").strip()
-    return int(raw) if _digits(raw) else None
+    return int(raw) if digits(raw) else None
 
 
 def resolve(
@@ -78,6 +76,8 @@ def resolve(
 
     run_mode, run_src = graph_run_mode(c, product)
     fill("graph_run_mode", run_mode, run_src)
+    if run_mode == 0:
+        sources["enable_small_channel"] = Source.RUN_MODE_DEFAULT
 
     # precision (§5.3)
     if c.precision_mode is None and c.precision_mode_v2 is None:
@@ -258,5 +258,6 @@ def resolve(
         impl_by_op_type=by_type,
         impl_by_node=by_node,
         impl_default=impl_default,
+        enable_small_channel=run_mode == 0,
         mixlist_overrides=mixlist,
     )

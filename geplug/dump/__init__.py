@@ -2,7 +2,8 @@
 
 Modules: ``policy`` (which steps are dumped), ``schema`` (the DumpData protobuf), ``encode`` /
 ``fileio`` / ``layout`` / ``naming`` (the file format and tree), one writer per module
-(``data_writer``, ``overflow``, ``exception``, ``stats``), ``plugin`` (the ``geplug_dump``
+(``data_writer``, ``overflow``, ``exception``, ``stats``), ``opdebug`` (the overflow record
+both ways), ``plugin`` (the ``geplug_dump``
 hook), ``reader`` and ``compare``. See docs/dump.md.
 """
 

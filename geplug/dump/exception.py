@@ -11,7 +11,7 @@ the newer ``exception_info.{a}.{b}.{ts17}`` form is not used because the meaning
 - both: a ``dfx_message`` starting ``[AIC_INFO]`` with the node, task, sizes and ``args(...)``.
 
 The host log line readers grep (``dump exception to file ...``) goes to the ``geplug.dump``
-logger.
+logger; level 1 also logs the op name, kernel and every tensor's dtype, shape and format.
 """
 
 from __future__ import annotations
@@ -116,4 +116,18 @@ class ExceptionDumpWriter:
 
         path = publish(directory, name_for, event.timestamp_us, chunks)
         log.warning("dump exception to file %s", path)
+        if level == 1:
+            _log_tensors(event)
         return [path]
+
+
+def _log_tensors(event: DumpEvent) -> None:
+    """The normal (L1) dump's host-log lines: op name, kernel and each tensor's description
+    (options.md §8). The simulator has no real kernel names; the op type stands in."""
+    op = event.op
+    log.warning("[AIC_INFO] node_name:%s, node_type:%s, kernel_name:%s, task_id:%d, "
+                "stream_id:%d", op.name, op.op_type, op.op_type, op.task_id, op.stream_id)
+    for kind, tensors in (("input", event.inputs), ("output", event.outputs)):
+        for i, t in enumerate(tensors):
+            log.warning("[AIC_INFO] %s[%d] dtype:%s, shape:%s, format:%s", kind, i, t.dtype,
+                        list(t.shape), t.format)

@@ -16,7 +16,6 @@ an :class:`OverflowWarning` (once per op).
 from __future__ import annotations
 
 import json
-import struct
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from geplug.dump.encode import TensorPayload, encode_dump
 from geplug.dump.fileio import ClaimedFiles, publish
 from geplug.dump.ids import ACC_AICPU, acc_type, ffts_suffix, task_type_code
 from geplug.dump.naming import dump_file_name
+from geplug.dump.opdebug import NOT_SET, OPDEBUG_MAGIC, overflow_record
 
 if TYPE_CHECKING:
     from geplug.dump.data_writer import DataDumpWriter
@@ -45,13 +45,8 @@ __all__ = [
     "overflow_record",
 ]
 
-OPDEBUG_MAGIC = 0x5A5A5A5A
 HUGE_FP16 = 65500.0
 """float16 magnitudes at or above this are the saturated extreme (options.md §4.6)."""
-NOT_SET = 65535
-"""context_id / thread_id value meaning "not set" (formats.md §3.1)."""
-STATUS_OVERFLOW = 0x1
-"""The record's ``status``: non-zero, as readers require; geplug sets bit 0 (simulated)."""
 _FLOAT_KINDS = ("f", "V")
 
 
@@ -136,33 +131,6 @@ def find_overflow(event: DumpEvent, *, saturation: bool, debug_mode: str) -> Ove
     if not found:
         return None
     return OverflowFinding(outputs=found, acc_type=kind)
-
-
-def overflow_record(
-    *,
-    acc: int,
-    model_id: int,
-    stream_id: int,
-    task_id: int,
-    task_type: int,
-    context_id: int = NOT_SET,
-    thread_id: int = NOT_SET,
-    status: int = STATUS_OVERFLOW,
-) -> bytes:
-    """The new-layout overflow record (formats.md §3.1), version 0.
-
-    AIC/AIV: 11 u64 fields (data_len 88); AICPU: 8 u64 fields (data_len 64). The simulated
-    ``pc_start`` / ``para_base`` addresses are derived from the task id.
-    """
-    if acc == ACC_AICPU:
-        fields = [model_id, stream_id, task_id, task_type, context_id, 0, thread_id, status]
-    else:
-        pc_start = 0x1240_0000_0000 + (task_id << 12)
-        para_base = 0x1280_0000_0000 + (task_id << 10)
-        fields = [model_id, stream_id, task_id, task_type, context_id, thread_id, pc_start,
-                  para_base, 0, 0, status]
-    body = struct.pack(f"<{len(fields)}Q", *fields)
-    return struct.pack("<6I", OPDEBUG_MAGIC, 0, 1, acc, 0, len(body)) + body
 
 
 class OverflowWriter:

@@ -33,7 +33,11 @@ class SystemDumpState:
     def __init__(self, system: System) -> None:
         # the writers (numpy, protobuf) load on first use, so loading plugins stays cheap
         from geplug.dump.data_writer import DataDumpWriter
-        from geplug.dump.exception import ExceptionDumpWriter, exception_dump_location
+        from geplug.dump.exception import (
+            DUMP_SCENES,
+            ExceptionDumpWriter,
+            exception_dump_location,
+        )
         from geplug.dump.layout import DumpLayout
         from geplug.dump.overflow import OverflowWriter
         from geplug.dump.stats import StatsWriter
@@ -60,10 +64,13 @@ class SystemDumpState:
         self.exception = ExceptionDumpWriter()
         level = resolved.exception_dump_level
         directory = resolved.exception_dump_dir
-        if level and directory is None:
+        if os.environ.get("ASCEND_DUMP_SCENE") in DUMP_SCENES or (level and directory is None):
+            # ASCEND_DUMP_SCENE wins over everything the resolver saw (formats.md §4)
             level, directory = exception_dump_location(level, os.environ, resolved.device_id)
         self.exception_level = level
         self.exception_dir = directory
+        self.data_ops_written: set[tuple[str, int, str]] = set()
+        """(model name, step, Data op) already dumped for dump_layer (options.md §4.7)."""
 
     def close(self) -> list[str]:
         """Complete pending files (statistics)."""
@@ -96,27 +103,57 @@ def geplug_dump(event: DumpEvent) -> list[str] | None:
         return state.exception.write(event, level=state.exception_level,
                                      directory=state.exception_dir)
     cfg = system.config.config
+    if (cfg.enable_dump or cfg.enable_dump_debug) and state.layout is None:
+        raise DumpError(
+            "dumping is enabled but dump_path is not set; set dump_path to an existing, "
+            "writable directory (options.md §4.2)"
+        )
+    if event.run.dynamic_shape and state.exception_level == 1:
+        return None  # dynamic shape + exception dump 1: only the exception dump (options.md §4.1)
     paths: list[str] = []
     if cfg.enable_dump and state.data is not None and step_selected(cfg.dump_step,
                                                                      event.run.step):
         if state.layer is None or event.op.name in state.layer:
-            if state.stats_only:
-                assert state.stats is not None
-                paths.extend(state.stats.add(event, mode=state.mode))
-            else:
-                paths.extend(state.data.write(event, mode=state.mode))
+            for dumped in _with_data_ops(event, state):
+                if state.stats_only:
+                    assert state.stats is not None
+                    paths.extend(state.stats.add(dumped, mode=state.mode))
+                else:
+                    paths.extend(state.data.write(dumped, mode=state.mode))
     if cfg.enable_dump_debug and state.overflow is not None:
         from geplug.dump.overflow import find_overflow
 
         finding = find_overflow(event, saturation=state.saturation, debug_mode=state.debug_mode)
         if finding is not None:
             paths.extend(state.overflow.write(event, finding))
-    if (cfg.enable_dump or cfg.enable_dump_debug) and state.layout is None:
-        raise DumpError(
-            "dumping is enabled but dump_path is not set; set dump_path to an existing, "
-            "writable directory (options.md §4.2)"
-        )
     return paths or None
+
+
+def _with_data_ops(event: DumpEvent, state: SystemDumpState) -> list[DumpEvent]:
+    """``event``, preceded under ``dump_layer`` by one event per graph input (GE ``Data``
+    op) feeding the op directly, each Data op once per model and step (options.md §4.7).
+
+    A Data op's input and output are the graph input itself; it runs no device task, so its
+    file carries the consuming op's task and stream ids (names differ by op type and name).
+    """
+    if state.layer is None or not event.op.data_inputs:
+        return [event]
+    import attrs
+
+    from geplug.events import OpRecord
+
+    events: list[DumpEvent] = []
+    for t in event.inputs:
+        if t.name not in event.op.data_inputs:
+            continue
+        key = (event.run.model_name, event.run.step, t.name)
+        if key in state.data_ops_written:
+            continue
+        state.data_ops_written.add(key)
+        op = OpRecord(name=t.name, op_type="Data", task_id=event.op.task_id,
+                      stream_id=event.op.stream_id, dtype=t.dtype)
+        events.append(attrs.evolve(event, op=op, inputs=(t,), outputs=(t,), phase="all"))
+    return [*events, event]
 
 
 @hookimpl

@@ -10,6 +10,7 @@ time, device, model, model id and step.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import struct
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ import numpy as np
 from geplug.dump import schema
 from geplug.dump.fileio import MAPPING_FILE
 from geplug.dump.naming import DumpName, parse_dump_name
-from geplug.dump.overflow import OPDEBUG_MAGIC
+from geplug.dump.opdebug import OverflowRecord, parse_overflow_record
 from geplug.errors import DumpError
 
 __all__ = [
@@ -68,34 +69,6 @@ class DumpTensor:
     def label(self) -> str:
         """``input.0``, ``output.1``, ..."""
         return f"{self.kind}.{self.index}"
-
-
-@attrs.frozen(kw_only=True)
-class OverflowRecord:
-    """A decoded Opdebug overflow record (formats.md §3.1 new layout, §3.2 old layout)."""
-
-    layout: str
-    """``new`` (magic) or ``old`` (2048-byte record)."""
-    version: int
-    valid: int
-    acc_type: str
-    """AIC, AIV, AICPU, SDMA (or ``AICORE`` for the old layout)."""
-    fields: dict[str, int]
-
-    @property
-    def task_id(self) -> int:
-        """The task id of the overflowing op."""
-        return self.fields["task_id"]
-
-    @property
-    def stream_id(self) -> int:
-        """The stream id of the overflowing op."""
-        return self.fields["stream_id"]
-
-    @property
-    def status(self) -> int:
-        """Non-zero for a valid record."""
-        return self.fields["status"]
 
 
 @attrs.frozen(kw_only=True)
@@ -202,7 +175,7 @@ def _decode(kind: str, index: int, entry: Any, data: memoryview, offset: int,
         if dtype is None:
             array = None
         else:
-            count = int(np.prod(shape)) if shape else size // max(dtype.itemsize, 1)
+            count = math.prod(shape) if shape else size // max(dtype.itemsize, 1)
             if count * dtype.itemsize > size:
                 raise DumpError(
                     f"dump file {path!r}: {kind}[{index}] shape {list(shape)} of "
@@ -301,45 +274,6 @@ def read_dump(path: str | os.PathLike[str], *, name: str | None = None) -> DumpF
         offset += int(entry.size)
     return DumpFile(path=path, name=name or os.path.basename(path), header=header,
                     header_len=header_len, tensors=tuple(tensors), file_size=size)
-
-
-_ACC = {0: "AIC", 1: "AIV", 2: "AICPU", 3: "SDMA"}
-_FIELDS = {
-    "AIC": ("model_id", "stream_id", "task_id", "task_type", "context_id", "thread_id",
-            "pc_start", "para_base", "core_id", "block_id", "status"),
-    "SDMA": ("model_id", "stream_id", "task_id", "task_type", "context_id", "thread_id",
-             "src_addr", "dst_addr", "channel_id", "status"),
-    "AICPU": ("model_id", "stream_id", "task_id", "task_type", "context_id", "cpu_id",
-              "thread_id", "status"),
-}
-_FIELDS["AIV"] = _FIELDS["AIC"]
-
-
-def parse_overflow_record(data: bytes, *, path: str = "") -> OverflowRecord:
-    """Decode an overflow record (formats.md §3.1 new layout with the magic, or §3.2 old)."""
-    if len(data) >= 24 and struct.unpack_from("<I", data, 0)[0] == OPDEBUG_MAGIC:
-        _, version, valid, acc, _, data_len = struct.unpack_from("<6I", data, 0)
-        acc_name = _ACC.get(acc, str(acc))
-        names = list(_FIELDS.get(acc_name, ()))
-        if version == 1 and acc_name in ("AIC", "AIV"):
-            names = [*names[:-1], "status", "status1", "status2", "status3"]
-        count = data_len // 8
-        if 24 + data_len > len(data) or count < len(names):
-            raise DumpError(f"overflow record in {path!r} is truncated: data_len {data_len}, "
-                            f"{len(data) - 24} bytes present", path=path)
-        values = struct.unpack_from(f"<{count}Q", data, 24)
-        return OverflowRecord(layout="new", version=version, valid=valid, acc_type=acc_name,
-                              fields=dict(zip(names, values, strict=False)))
-    if len(data) == 2048:
-        ai_core = struct.unpack_from("<6Q", data, 256)
-        kernel_code, block_idx, status = struct.unpack_from("<3Q", data, 1024)
-        keys = ("model_id", "stream_id", "task_id", "task_type", "pc_start", "para_base")
-        fields = dict(zip(keys, ai_core, strict=True))
-        fields.update(kernel_code=kernel_code, block_idx=block_idx, status=status)
-        return OverflowRecord(layout="old", version=0, valid=1, acc_type="AICORE",
-                              fields=fields)
-    raise DumpError(f"{path!r} holds no overflow record: {len(data)} bytes without the magic "
-                    "0x5A5A5A5A and not the 2048-byte old layout (formats.md §3)", path=path)
 
 
 @attrs.frozen(kw_only=True)

@@ -14,6 +14,7 @@ from geplug.plugin.manager import (
 
 if TYPE_CHECKING:
     from geplug.products.query import ProductRegistry
+    from geplug.products.schema import Product
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -22,7 +23,9 @@ __all__ = [
     "PluginRecord",
     "PluginSkippedWarning",
     "get_manager",
-    "products",
+    "get_product",
+    "installed_products",
+    "plugin_report",
     "reset_manager",
 ]
 
@@ -43,6 +46,33 @@ def reset_manager(manager: PluginManager | None = None) -> None:
     _default = manager
 
 
-def products() -> ProductRegistry:
-    """The installed products (a :class:`~geplug.products.ProductRegistry`)."""
+def installed_products() -> ProductRegistry:
+    """The products of the installed plugins (``geplug.installed_products()``).
+
+    A :class:`~geplug.products.ProductRegistry`: iterate it for the products in name order;
+    ``len``, ``in``, ``.names()``, ``.get(name)`` and ``.supporting(capability, value)`` work
+    on it. Raises :class:`~geplug.errors.PluginConflictError` when two plugins declare one
+    product.
+    """
     return get_manager().products()
+
+
+def get_product(name: str) -> Product:
+    """The installed product called ``name``, or declaring the SoC version string ``name``.
+
+    ``geplug.get_product("atlas_a2")`` and ``geplug.get_product("Ascend910B3")`` are the same
+    product. Raises :class:`~geplug.errors.UnknownProductError` naming the closest names (or
+    saying how to install a product plugin when there is none).
+    """
+    return get_manager().products().get(name)
+
+
+def plugin_report() -> list[PluginRecord]:
+    """The load report (``geplug plugins``): every plugin loaded, skipped or disabled, why.
+
+    Each :class:`PluginRecord` has the plugin name, its distribution and version, its origin
+    (``builtin`` / ``entry point`` / ``registered``), its status, the reason when it was not
+    loaded, and the products it declares. Never raises: a product conflict is in
+    ``get_manager().conflict``.
+    """
+    return get_manager().report()

@@ -31,6 +31,7 @@ from geplug.profiling.layout import (
     format_name,
     shapes_text,
     ts_us,
+    write_json,
 )
 from geplug.profiling.pmu import PmuModel, TaskWork, pmu_columns
 from geplug.profiling.task_collector import OpSig, TaskRow
@@ -255,8 +256,7 @@ def _write_rows(path: str, header: list[str], rows: Iterator[list[str]],
 
 
 def _write_json(path: str, data: Any, written: list[str]) -> None:
-    with AtomicFile(path) as fh:
-        json.dump(data, fh, indent=1)
+    write_json(path, data)
     written.append(path)
 
 

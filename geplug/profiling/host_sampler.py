@@ -16,6 +16,7 @@ import time
 import warnings
 from typing import Any
 
+from geplug.profiling.layout import write_text
 from geplug.profiling.rawlog import RawLog
 
 __all__ = ["ITEMS", "HostSampler", "HostSamplingWarning"]
@@ -158,12 +159,10 @@ class HostSampler:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def write_notice(self, host_dir: str) -> None:
+    def write_notice(self, host_dir: str) -> str:
         """``host/collection_notice.txt``: what was collected and what could not be."""
         path = os.path.join(host_dir, "collection_notice.txt")
         lines = [f"collected at {self.freq} Hz: {', '.join(self.items) or 'nothing'}"]
         lines += [f"not collected: {n}" for n in self.notices]
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")
-        os.replace(tmp, path)
+        write_text(path, "\n".join(lines) + "\n")
+        return path

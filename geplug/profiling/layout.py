@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
 import string
 import time
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 __all__ = [
     "ANALYZE",
@@ -24,6 +25,8 @@ __all__ = [
     "new_prof_name",
     "shapes_text",
     "ts_us",
+    "write_json",
+    "write_text",
 ]
 
 OUTPUT_DIR = "mindstudio_profiler_output"
@@ -133,6 +136,18 @@ class AtomicFile:
         else:
             with contextlib.suppress(OSError):
                 os.remove(self.tmp)
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write ``data`` as indented JSON to ``path`` (complete or absent)."""
+    with AtomicFile(path) as fh:
+        json.dump(data, fh, indent=1)
+
+
+def write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` (complete or absent)."""
+    with AtomicFile(path) as fh:
+        fh.write(text)
 
 
 @contextlib.contextmanager

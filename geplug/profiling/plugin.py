@@ -66,7 +66,10 @@ def geplug_profile(event: ProfileEvent) -> None:
     """Stream ``event`` into its system's ``PROF_*`` directory."""
     run: Any = getattr(event, "run", None)
     system = run.system if run is not None else event.system  # type: ignore[union-attr]
-    session = _sessions.get(system.id) if system.id in _sessions else session_for(system)
+    try:
+        session = _sessions[system.id]
+    except KeyError:
+        session = session_for(system)
     if session is not None:
         session.handle(event)
 

@@ -12,6 +12,7 @@ Vector (AI_CPU, COMMUNICATION, ...) get ``N/A`` (formats.md §6.4 "PMU values").
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from geplug.products.schema import ComputeModel, Product
     from geplug.profiling.options import Effective
 
-__all__ = ["PMU_TASK_TYPES", "PmuModel", "TaskWork", "pmu_columns"]
+__all__ = ["PMU_TASK_TYPES", "PmuModel", "TaskWork", "na_metrics", "pmu_columns"]
 
 PMU_TASK_TYPES = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV"})
 """Task types that carry PMU counters."""
@@ -97,6 +98,14 @@ def _parse_column(column: str, split: bool) -> tuple[str, str]:
     return half, _UNIT.sub("", name)
 
 
+def na_metrics(product: Product) -> tuple[str, ...]:
+    """Base metric names (glob patterns, e.g. ``ub_*_bw``) whose column exists on ``product``
+    but always holds ``N/A`` - 310b's vec / ub / bank columns (formats.md §6.5 "Other
+    families"). Read from the declaration's ``profiling.pmu_na_metrics`` (empty when the
+    declaration does not have the field)."""
+    return tuple(getattr(product.profiling, "pmu_na_metrics", ()) or ())
+
+
 class PmuModel:
     """Formats the PMU block of one product and group for each task."""
 
@@ -104,7 +113,12 @@ class PmuModel:
         self.compute: ComputeModel = product.compute
         self.split = product.profiling.split_cores
         self.columns = list(columns)
-        self._parsed = [_parse_column(c, self.split) for c in self.columns]
+        na = na_metrics(product)
+        self._parsed = [
+            (half, "" if any(fnmatch.fnmatchcase(base, p) for p in na) else base)
+            for half, base in (_parse_column(c, self.split) for c in self.columns)
+        ]
+        """(half, base metric) per column; base "" = always N/A on this product."""
 
     def values(self, work: TaskWork) -> list[str]:
         """The formatted values of every column for ``work`` (``N/A`` where not applicable)."""
@@ -140,6 +154,9 @@ class PmuModel:
         )
         out: list[str] = []
         for half, base in self._parsed:
+            if not base:
+                out.append(_NA)
+                continue
             if base == "cube_utilization":
                 out.append(f"{cube_util:.3f}")
                 continue
@@ -261,10 +278,12 @@ def _memory_bound(m: dict[str, float]) -> float:
     return m.get("mte2_ratio", 0.0) / denom if denom > 0 else 0.0
 
 
-_INT_KEYS = ("total_cycles", "cache_hit", "cache_miss", "local_l2", "fops")
+_INT_SUFFIXES = ("total_cycles", "_cache_hit", "_cache_miss_allocate", "_l2_hit", "_l2_miss",
+                 "_l2_victim", "fops")
+"""Counter columns written as integers (cycles, cache events, floating-point operations)."""
 
 
 def _format(base: str, value: float) -> str:
-    if base.startswith("0x") or any(k in base for k in _INT_KEYS):
+    if base.startswith("0x") or base.endswith(_INT_SUFFIXES):
         return str(int(value))
     return f"{value:.3f}"

@@ -2,7 +2,9 @@
 
 Events are written as text lines the moment they arrive; a slice is closed and handed to the
 :class:`~geplug.profiling.storage.StorageGuard` once it reaches ``slice_bytes``, which is when
-ageing and the low-disk check run. Nothing is kept in memory beyond the write buffer.
+ageing runs; the low-disk check also runs every :data:`DISK_CHECK_BYTES` written. A write the
+operating system refuses (disk full, quota) stops collection with a warning instead of failing
+the run. Readers see complete lines only. Nothing is kept in memory beyond the write buffer.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from typing import IO
 
 from geplug.profiling.storage import StorageGuard
 
-__all__ = ["DEFAULT_SLICE_BYTES", "RawLog"]
+__all__ = ["DEFAULT_SLICE_BYTES", "DISK_CHECK_BYTES", "RawLog"]
 
 DEFAULT_SLICE_BYTES = 16 * 1024 * 1024
+DISK_CHECK_BYTES = 1024 * 1024
+"""Free disk space is checked again after this many bytes of one stream."""
 
 
 class RawLog:
@@ -39,6 +43,7 @@ class RawLog:
         self.ageable = ageable
         self._index = 0
         self._written = 0
+        self._unchecked = 0
         self._paths: list[str] = []
         self._fh: IO[str] | None = None
         self.count = 0
@@ -58,23 +63,51 @@ class RawLog:
         """Append one record (a complete line ending in ``\\n``)."""
         if self.guard.stopped:
             return
-        fh = self._fh or self._open()
-        fh.write(line)
+        try:
+            fh = self._fh or self._open()
+            fh.write(line)
+        except OSError as exc:
+            self._fail(exc)
+            return
         self.count += 1
-        self._written += len(line)
+        size = len(line)
+        self._written += size
+        self._unchecked += size
         if self._written >= self.slice_bytes:
             self._rotate()
+        elif self._unchecked >= DISK_CHECK_BYTES:
+            self._unchecked = 0
+            self.guard.check_disk()
+
+    def _fail(self, exc: OSError) -> None:
+        """The OS refused a write: stop collecting; what is on disk stays readable."""
+        self.guard.stop(
+            f"profiling collection stopped: writing {self.stem!r} under {self.directory!r} "
+            f"failed ({exc.strerror or exc}); the data written so far stays readable; free disk "
+            "space or set profiling_options.output to another disk"
+        )
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass
+            self.guard.register(self._paths[-1], ageable=self.ageable)
 
     def _rotate(self) -> None:
         self._close_current()
         self._index += 1
+        self._unchecked = 0
         self.guard.check_disk()
 
     def _close_current(self) -> None:
         if self._fh is None:
             return
-        self._fh.close()
-        self._fh = None
+        fh, self._fh = self._fh, None
+        try:
+            fh.close()
+        except OSError as exc:
+            self._fail(exc)
         self.guard.register(self._paths[-1], ageable=self.ageable)
 
     def close(self) -> None:
@@ -86,9 +119,14 @@ class RawLog:
         return [p for p in self._paths if os.path.exists(p)]
 
     def lines(self) -> Iterator[str]:
-        """Every record still on disk, in order (a streaming pass)."""
+        """Every complete record still on disk, in order (a streaming pass)."""
         if self._fh is not None:
-            self._fh.flush()
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._fail(exc)
         for path in self.paths():
-            with open(path, encoding="utf-8") as fh:
-                yield from fh
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if line.endswith("\n"):
+                        yield line

@@ -7,7 +7,6 @@ Created on the system's first profiling event; every event is appended to raw fi
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -21,10 +20,11 @@ from geplug.profiling.api_collector import ApiCollector
 from geplug.profiling.device_samplers import SAMPLER_ITEMS, WindowSampler
 from geplug.profiling.hccl import CommCollector
 from geplug.profiling.host_sampler import HostSampler
-from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name
+from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name, write_json
 from geplug.profiling.markers import MarkerCollector
 from geplug.profiling.options import Effective
 from geplug.profiling.rawlog import DEFAULT_SLICE_BYTES, RawLog
+from geplug.profiling.records import RecordLog
 from geplug.profiling.step_trace import StepTraceCollector
 from geplug.profiling.task_collector import TaskCollector
 
@@ -49,7 +49,7 @@ class ProfilingSession:
         self.start_time = time.time()
         name, self.ts14 = new_prof_name(self.start_time)
         self.root = os.path.join(eff.output_root, name)
-        self.guard = storage.StorageGuard(self.root, eff.storage_limit_mb)
+        self.guard = storage.StorageGuard(eff.output_root, self.root, eff.storage_limit_mb)
         self.closed = False
         dev = f"device_{self.device_id}"
         self.device_dir = os.path.join(self.root, dev)
@@ -65,8 +65,12 @@ class ProfilingSession:
                           ageable=ageable)
 
         self.write_info()
-        self.tasks = TaskCollector(log("task_time"), log("op_info", ageable=False))
+        self.tasks = TaskCollector(
+            RecordLog(ddata, "task_time", self.device_id, self.guard, fields=5,
+                      slice_bytes=SLICE_BYTES),
+            log("op_info", ageable=False))
         self.record_tasks = eff.task_level != "off" or eff.aicpu or eff.hccl or eff.l2
+        self._extend_task = self.tasks.tasks.extend
         self.steps = (StepTraceCollector(log("training_trace", ageable=False), eff.fp_point,
                                          eff.bp_point) if eff.training_trace else None)
         self.api = (ApiCollector(log("api_event", hdata), runtime_api=eff.runtime_api,
@@ -120,10 +124,10 @@ class ProfilingSession:
     def write_info(self) -> None:
         """Write ``device_{id}/info.json.{id}`` and the start info (complete or absent)."""
         path = os.path.join(self.device_dir, f"info.json.{self.device_id}")
-        _write_json(path, self.info())
+        write_json(path, self.info())
         self.guard.register(path, ageable=False)
         start = os.path.join(self.device_dir, f"start_info.{self.device_id}")
-        _write_json(start, {"collectionTimeBegin": str(int(self.start_time * 1e6)),
+        write_json(start, {"collectionTimeBegin": str(int(self.start_time * 1e6)),
                             "clockMonotonicRaw": str(time.monotonic_ns())})
         self.guard.register(start, ageable=False)
 
@@ -143,18 +147,21 @@ class ProfilingSession:
             self.steps.on_graph(ev)
 
     def on_task(self, ev: TaskEvent) -> None:
-        """A device task."""
+        """A device task (the hot path: one call per op per step)."""
         sig, comm = self.tasks.sig_of(ev)
         start = ev.start_us
         dur = ev.duration_us
         if self.record_tasks:
-            self.tasks.add(sig, ev.run.step, start, dur, ev.wait_us)
+            extend = self._extend_task
+            extend((sig, ev.run.step, start, dur, ev.wait_us))
+            self.tasks.tasks.maybe_flush()
         if self.steps is not None:
             self.steps.on_task(ev.run.model_id, ev.op.name, start, start + dur, comm)
         if comm and self.comm is not None:
             self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved)
-        for _, sampler in self.samplers:
-            sampler.add(start, dur, ev.bytes_moved, comm)
+        if self.samplers:
+            for _, sampler in self.samplers:
+                sampler.add(start, dur, ev.bytes_moved, comm)
 
     def on_step(self, ev: StepEvent) -> None:
         """A step boundary."""
@@ -184,14 +191,27 @@ class ProfilingSession:
         self.host.stop()
         for _, sampler in self.samplers:
             sampler.close()
-        logs = [self.tasks.tasks, self.tasks.ops, self.host.log]
+        logs: list[RawLog | RecordLog] = [self.tasks.tasks, self.tasks.ops, self.host.log]
         logs += [s.log for _, s in self.samplers]
         for part in (self.steps, self.api, self.markers):
             if part is not None:
                 logs.append(part.log)
         for log in logs:
             log.close()
-        self.host.write_notice(self.host_dir)
+        try:
+            self._finish()
+        except OSError as exc:
+            warnings.warn(
+                storage.ProfilingStorageWarning(
+                    f"profiling summaries under {self.root!r} are incomplete: {exc}; the raw "
+                    "data under device_*/data and host/data stays readable"
+                ),
+                stacklevel=2,
+            )
+
+    def _finish(self) -> None:
+        """Write the notice, the summaries and the end info (skipped when the disk is low)."""
+        self.guard.register(self.host.write_notice(self.host_dir), ageable=False)
         if self.guard.disk_is_low():
             if not self.guard.stopped:
                 self.guard.stop(f"20 MB or less free on the disk of {self.root!r}")
@@ -200,19 +220,14 @@ class ProfilingSession:
                     f"profiling summaries were not written to {self.root!r}: the disk has 20 MB "
                     "or less free; the raw data under device_*/data and host/data is complete"
                 ),
-                stacklevel=2,
+                stacklevel=3,
             )
             return
         from geplug.profiling.export import export
 
         export(self)
         end = os.path.join(self.device_dir, f"end_info.{self.device_id}")
-        _write_json(end, {"collectionTimeEnd": str(int(time.time() * 1e6))})
+        write_json(end, {"collectionTimeEnd": str(int(time.time() * 1e6))})
         self.guard.register(end, ageable=False)
 
 
-def _write_json(path: str, data: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-    os.replace(tmp, path)

@@ -1,8 +1,10 @@
 """storage_limit ageing and the low-disk stop (options.md §3.3 ``storage_limit``).
 
-Only files this collector wrote are ever deleted: every file is registered here when it is
-closed, and ageing removes the oldest registered raw-data files first. When the disk has
-:data:`LOW_DISK_BYTES` or less free, collection stops with a warning and every file already
+Only files geplug itself wrote in the output are ever deleted: every completed file is recorded
+in the output's :class:`~geplug.profiling.manifest.Manifest` (which survives between runs), and
+ageing removes the oldest recorded files first - the files of earlier runs in the same output,
+then this run's raw data slices; this run's metadata and summaries are kept. When the disk has
+:data:`LOW_DISK_MB` MB or less free, collection stops with a warning and every file already
 written stays complete. Tests replace :data:`disk_free` (and may scale :data:`MB`) to simulate
 the disk.
 """
@@ -13,7 +15,8 @@ import os
 import shutil
 import threading
 import warnings
-from collections import OrderedDict
+
+from geplug.profiling.manifest import Manifest
 
 __all__ = [
     "LOW_DISK_BYTES",
@@ -30,7 +33,7 @@ LOW_DISK_MB = 20
 NEAR_FRACTION = 0.9
 """Ageing starts when the files written reach this share of storage_limit ..."""
 TARGET_FRACTION = 0.75
-"""... and deletes the oldest raw files until they are back under this share."""
+"""... and deletes the oldest files geplug wrote until they are back under this share."""
 
 
 class ProfilingStorageWarning(UserWarning):
@@ -53,15 +56,17 @@ LOW_DISK_BYTES = LOW_DISK_MB * MB
 
 
 class StorageGuard:
-    """Tracks every file written under one ``PROF_*`` directory and applies the rules.
+    """Applies storage_limit and the low-disk rule to one ``PROF_*`` directory of an output.
 
-    ``limit_mb`` = 0 means no ageing (only the low-disk stop applies).
+    ``limit_mb`` = 0 means no ageing (only the low-disk stop applies). The limit covers every
+    file geplug wrote in ``output`` (this run and earlier ones), as recorded in its manifest.
     """
 
-    def __init__(self, root: str, limit_mb: int) -> None:
+    def __init__(self, output: str, root: str, limit_mb: int) -> None:
+        self.output = output
         self.root = root
         self.limit_bytes = limit_mb * MB
-        self._files: OrderedDict[str, tuple[int, bool]] = OrderedDict()
+        self.manifest = Manifest(output, root)
         self.deleted: list[str] = []
         self.stopped = False
         self.stop_reason = ""
@@ -69,48 +74,42 @@ class StorageGuard:
 
     @property
     def total_bytes(self) -> int:
-        """Bytes of the files written (and not deleted) so far."""
-        return sum(size for size, _ in self._files.values())
+        """Bytes of the files geplug wrote in the output (and has not deleted)."""
+        return self.manifest.total_bytes
 
     def disk_is_low(self) -> bool:
         """Whether the disk under the output has 20 MB or less free."""
-        import geplug.profiling.storage as me
-
-        return me.disk_free(self.root) <= me.LOW_DISK_MB * me.MB
+        return disk_free(self.root) <= LOW_DISK_MB * MB
 
     def register(self, path: str, *, ageable: bool) -> None:
         """Record a completed file; ``ageable`` files (raw data) may be deleted by ageing."""
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            return
         with self._lock:
-            self._files[path] = (size, ageable)
-            self.enforce()
+            if self.manifest.add(path, ageable=ageable) is not None:
+                self.enforce()
 
     def enforce(self) -> None:
-        """Delete the oldest ageable files when the total nears the limit."""
-        if not self.limit_bytes or self.total_bytes < NEAR_FRACTION * self.limit_bytes:
+        """Delete the oldest ageable files geplug wrote when the total nears the limit."""
+        if not self.limit_bytes:
+            return
+        total = self.total_bytes
+        if total < NEAR_FRACTION * self.limit_bytes:
             return
         target = TARGET_FRACTION * self.limit_bytes
         removed = 0
-        for path, (_size, ageable) in list(self._files.items()):
-            if self.total_bytes <= target:
+        for entry in self.manifest.entries():
+            if total <= target:
                 break
-            if not ageable:
+            if not entry.ageable:
                 continue
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
-            del self._files[path]
-            self.deleted.append(path)
-            removed += 1
+            if self.manifest.remove(entry):
+                self.deleted.append(os.path.join(self.output, entry.rel))
+                removed += 1
+            total -= entry.size
         if removed:
             warnings.warn(
                 ProfilingStorageWarning(
-                    f"profiling output {self.root!r} neared storage_limit "
-                    f"({self.limit_bytes // MB}MB): deleted the {removed} oldest raw data "
+                    f"profiling output {self.output!r} neared storage_limit "
+                    f"({self.limit_bytes // MB}MB): deleted the {removed} oldest profiling "
                     "file(s) geplug wrote there; raise profiling_options.storage_limit to keep "
                     "more"
                 ),
@@ -132,10 +131,13 @@ class StorageGuard:
 
     def stop(self, reason: str) -> None:
         """Mark collection as stopped and warn."""
+        if self.stopped:
+            return
         self.stopped = True
         self.stop_reason = reason
         warnings.warn(ProfilingStorageWarning(reason), stacklevel=3)
 
     def files(self) -> list[str]:
-        """The files written and still present, oldest first."""
-        return list(self._files)
+        """The files geplug wrote in the output and still present, oldest first."""
+        return [os.path.join(self.output, e.rel) for e in self.manifest.entries()]
+

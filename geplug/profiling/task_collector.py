@@ -1,8 +1,9 @@
 """task_time / task_trace: device tasks streamed to raw files (options.md §3.3, formats.md §6.4).
 
-Each task is one text line (``sig, step, start, duration, wait``) appended at once; what does
-not change between executions of an op (name, type, shapes, work, ...) is written once per
-distinct *signature* to a small op-info stream, so memory grows with the graph, not the run.
+Each task is one binary record (``sig, step, start, duration, wait``, :mod:`.records`) appended
+at once; what does not change between executions of an op (name, type, shapes, work, ...) is
+written once per distinct *signature* to a small op-info text stream, so memory grows with the
+graph, not the run.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from geplug.profiling.rawlog import RawLog
+from geplug.profiling.records import RecordLog
 
 if TYPE_CHECKING:
     from geplug.events import TaskEvent
@@ -75,7 +77,7 @@ class TaskRow:
 class TaskCollector:
     """Interns op signatures and appends one line per task."""
 
-    def __init__(self, tasks: RawLog, ops: RawLog) -> None:
+    def __init__(self, tasks: RecordLog, ops: RawLog) -> None:
         self.tasks = tasks
         self.ops = ops
         self._sigs: dict[Any, int] = {}
@@ -106,8 +108,8 @@ class TaskCollector:
         return sig, comm
 
     def add(self, sig: int, step: int, start: float, duration: float, wait: float) -> None:
-        """Append one task line."""
-        self.tasks.write(f"{sig}\t{step}\t{start!r}\t{duration!r}\t{wait!r}\n")
+        """Append one task record."""
+        self.tasks.append((sig, step, start, duration, wait))
 
     def load_sigs(self) -> dict[int, OpSig]:
         """Every signature written (bounded by the number of distinct ops)."""
@@ -119,11 +121,7 @@ class TaskCollector:
 
     def rows(self, sigs: dict[int, OpSig]) -> Iterator[TaskRow]:
         """Stream every task still on disk, joined with its signature."""
-        for line in self.tasks.lines():
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != 5:
-                continue  # a torn line can only be the last one after a hard stop
-            op = sigs.get(int(parts[0]))
-            if op is None:
-                continue
-            yield TaskRow(op, int(parts[1]), float(parts[2]), float(parts[3]), float(parts[4]))
+        for sig, step, start, dur, wait in self.tasks.records():
+            op = sigs.get(int(sig))
+            if op is not None:
+                yield TaskRow(op, int(step), start, dur, wait)

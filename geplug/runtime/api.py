@@ -30,10 +30,10 @@ def initialize_system(
     """Check ``config`` for ``product``, pick a backend, and return the running :class:`System`.
 
     ``product``: a product name, SoC version string or :class:`Product` (default: the
-    config's ``soc_version``, else ``atlas_a2``). ``config``: a :class:`SessionConfig`, a
-    mapping of option names, a path to a TOML file, or ``None``. ``backend``: the plugin name
-    of the backend to use (strict), or ``None`` to take the first that accepts. ``env``:
-    the environment to read (default ``os.environ``).
+    config's ``soc_version``, else the only installed product). ``config``: a
+    :class:`SessionConfig`, a mapping of option names, a path to a TOML file, or ``None``.
+    ``backend``: the plugin name of the backend to use (strict), or ``None`` to take the first
+    that accepts. ``env``: the environment to read (default ``os.environ``).
 
     Raises :class:`ConfigError` with every problem when the configuration (or the product)
     does not allow it, and :class:`BackendError` naming every backend asked and why it passed.
@@ -48,11 +48,7 @@ def initialize_system(
     manager = manager if manager is not None else get_manager()
     env = dict(os.environ if env is None else env)
     cfg, problems = parse_source(config)
-    if isinstance(product, Product):
-        prod = product
-    else:
-        name = product or cfg.soc_version or DEFAULT_PRODUCT
-        prod = manager.products().get(str(name))
+    prod = product if isinstance(product, Product) else _product(manager, product, cfg)
     problems = problems + check(cfg, prod, env=env, for_initialize_system=True)
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})")
@@ -87,8 +83,25 @@ def initialize_system(
     return system
 
 
-DEFAULT_PRODUCT = "atlas_a2"
-"""The product used when neither an argument nor ``soc_version`` names one."""
+def _product(manager: Any, name: Any, config: Any) -> Any:
+    """The product ``name`` names, else the config's ``soc_version``, else the only installed
+    product (the real stack detects its SoC; geplug cannot guess between several)."""
+    from geplug.config.problems import Problem
+
+    registry = manager.products()
+    name = name or config.soc_version
+    if name:
+        return registry.get(str(name))
+    installed = list(registry)
+    if len(installed) == 1:
+        return installed[0]
+    listing = ", ".join(p.name for p in installed) or "none installed"
+    raise ConfigError([Problem(
+        option="product", value=None, severity="error",
+        message="no product named: initialize_system needs product=... (or soc_version in the "
+                f"config) when {len(installed)} products are installed ({listing})",
+        hint='e.g. geplug.initialize_system(product="<name>", config=...)')],
+        source="initialize_system()")
 
 
 def shutdown_system(system: System | None = None) -> None:

@@ -10,6 +10,8 @@ import pytest
 
 from geplug.cli.main import main
 
+pytestmark = pytest.mark.requires_products("atlas_a2")
+
 
 def _toml(tmp_path: Path, text: str) -> str:
     path = tmp_path / "session.toml"

@@ -34,3 +34,9 @@ def test_doc_names_every_option() -> None:
     text = DOC.read_text(encoding="utf-8")
     missing = [n for n in (*OPTION_ORDER, *PROFILING_KEYS) if n not in text]
     assert missing == []
+
+
+def test_doc_checklist_covers_every_reference_rule() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    missing = [f"R{n}" for n in range(1, 31) if f"| R{n} |" not in text]
+    assert missing == []

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from config_helpers import errors_on, problems_of, warnings_on
 
 from geplug.testing.plugin import require_product
-
-from ._helpers import errors_on, problems_of, warnings_on
 
 P = "profiling_options"
 

@@ -68,6 +68,56 @@ def test_dump_layer_limits_the_ops_dumped(make_system: Any, make_event: Any) -> 
     assert names == ["keep/this", "other"]
 
 
+def test_dump_layer_also_dumps_the_data_op_feeding_a_listed_op(make_system: Any,
+                                                               make_event: Any,
+                                                               dump_tensor: Any) -> None:
+    system = make_system(enable_dump=True, dump_layer="fc1")
+    x, w = dump_tensor(X, "x"), dump_tensor(X * 2, "w1")
+    system.emit_dump(make_event(system, op="fc1", inputs=[x, w], outputs=[Y], task_id=7,
+                                data_inputs=("x",)))
+    files = {e.read().op_name: e for e in iter_dump_tree(system.config.dump_root)}
+    assert sorted(files) == ["fc1", "x"]
+    data = files["x"]
+    assert data.parsed.op_type == "Data" and data.parsed.task_id == 7
+    assert data.read().outputs[0].array.tolist() == X.tolist()  # type: ignore[union-attr]
+
+
+def test_dump_layer_dumps_a_shared_data_op_once_per_step(make_system: Any, make_event: Any,
+                                                         dump_tensor: Any) -> None:
+    system = make_system(enable_dump=True, dump_layer="a b")
+    for op in ("a", "b"):
+        system.emit_dump(make_event(system, op=op, inputs=[dump_tensor(X, "x")], outputs=[Y],
+                                    data_inputs=("x",)))
+    types = sorted(e.parsed.op_type for e in iter_dump_tree(system.config.dump_root))
+    assert types == ["Data", "MatMulV2", "MatMulV2"]
+
+
+def test_without_dump_layer_no_data_op_files_are_added(make_system: Any, make_event: Any,
+                                                       dump_tensor: Any) -> None:
+    system = make_system(enable_dump=True)
+    system.emit_dump(make_event(system, op="fc1", inputs=[dump_tensor(X, "x")], outputs=[Y],
+                                data_inputs=("x",)))
+    assert [e.parsed.op_type for e in iter_dump_tree(system.config.dump_root)] == ["MatMulV2"]
+
+
+def test_dynamic_shape_with_exception_dump_1_gets_no_data_dump(make_system: Any,
+                                                               make_event: Any,
+                                                               tmp_path: Any) -> None:
+    system = make_system(enable_dump=True, resolved={
+        "exception_dump_level": 1, "exception_dump_dir": str(tmp_path / "exc")})
+    assert system.emit_dump(make_event(system, outputs=[Y], dynamic_shape=True)) == []
+    assert len(system.emit_dump(make_event(system, outputs=[Y], dynamic_shape=False))) == 1
+
+
+def test_dynamic_shape_with_exception_dump_2_keeps_the_data_dump(make_system: Any,
+                                                                 make_event: Any,
+                                                                 tmp_path: Any) -> None:
+    system = make_system(enable_dump=True, resolved={
+        "exception_dump_level": 2, "exception_dump_dir": str(tmp_path / "exc")})
+    (paths,) = system.emit_dump(make_event(system, outputs=[Y], dynamic_shape=True))
+    assert len(paths) == 1
+
+
 def test_layout_is_time_device_model_model_id_step(make_system: Any, make_event: Any) -> None:
     system = make_system(enable_dump=True, resolved={"device_id": 3})
     (path,) = system.emit_dump(make_event(system, model_name="g", model_id=6, step=2,

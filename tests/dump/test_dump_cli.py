@@ -116,3 +116,14 @@ def test_bad_file_is_reported_without_traceback(tmp_path: Any,
     assert main(["dump", "show", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "geplug: error:" in err and "Traceback" not in err and str(bad) in err
+
+
+def test_convert_into_an_unusable_out_directory_is_a_clear_error(
+    make_system: Any, make_event: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _tree(make_system, make_event, tmp_path / "d")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["dump", "convert", root, "--out", str(blocker)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot create output directory" in err and "--out" in err

@@ -76,6 +76,25 @@ def test_exception_dump_logs_the_line_readers_grep(make_system: Any, make_event:
     assert "extra-info/data-dump/0/" in caplog.text
 
 
+def test_level_1_logs_every_tensor_description(make_system: Any, make_event: Any,
+                                               tmp_path: Any,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    system = _system(make_system, tmp_path, 1)
+    with caplog.at_level(logging.WARNING, logger="geplug.dump"):
+        _exception(system, make_event)
+    assert "node_name:block/Conv" in caplog.text
+    assert "input[0] dtype:float16, shape:[2, 2], format:ND" in caplog.text
+    assert "output[0] dtype:float32, shape:[3], format:ND" in caplog.text
+
+
+def test_level_2_logs_only_the_dump_file(make_system: Any, make_event: Any, tmp_path: Any,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    system = _system(make_system, tmp_path, 2)
+    with caplog.at_level(logging.WARNING, logger="geplug.dump"):
+        _exception(system, make_event)
+    assert "dump exception to file" in caplog.text and "input[0]" not in caplog.text
+
+
 def test_missing_directory_falls_back_to_the_environment_priorities(
     make_system: Any, make_event: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,6 +104,17 @@ def test_missing_directory_falls_back_to_the_environment_priorities(
     system = make_system(resolved={"exception_dump_level": 2})
     (path,) = _exception(system, make_event)
     assert path.startswith(str(tmp_path / "work" / "extra-info" / "data-dump" / "0") + os.sep)
+
+
+def test_ascend_dump_scene_wins_over_the_resolved_location(
+    make_system: Any, make_event: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASCEND_DUMP_SCENE", "aic_err_brief_dump")
+    monkeypatch.setenv("ASCEND_DUMP_PATH", str(tmp_path / "scene"))
+    system = _system(make_system, tmp_path, 0)
+    (path,) = _exception(system, make_event)
+    assert os.path.dirname(path) == str(tmp_path / "scene" / "extra-info" / "data-dump" / "0")
+    assert len(read_dump(path).spaces) == 2  # brief = the lite level: workspace and tiling
 
 
 @pytest.mark.parametrize(("level", "env", "expected_level", "root"), [

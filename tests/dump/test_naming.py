@@ -42,10 +42,9 @@ def test_standard_name_layout(make_system: Any, make_event: Any) -> None:
 
 
 def test_ffts_plus_products_append_task_type_context_thread_device(
-    make_system: Any, make_event: Any, a2: Any
+    make_system: Any, make_event: Any, ffts_product: Any
 ) -> None:
-    assert a2.dump.ffts_plus_names
-    system = make_system(product=a2, resolved={"device_id": 1}, enable_dump=True)
+    system = make_system(product=ffts_product, resolved={"device_id": 1}, enable_dump=True)
     (path,) = system.emit_dump(make_event(system, op="Add", op_type="Add", task_id=3,
                                           ts=1673383728093446,
                                           outputs=[np.ones(1, np.float32)]))[0]
@@ -55,8 +54,8 @@ def test_ffts_plus_products_append_task_type_context_thread_device(
 
 
 def test_ai_cpu_op_gets_aicpu_task_type_in_ffts_names(make_system: Any, make_event: Any,
-                                                      a2: Any) -> None:
-    system = make_system(product=a2, enable_dump=True)
+                                                      ffts_product: Any) -> None:
+    system = make_system(product=ffts_product, enable_dump=True)
     (path,) = system.emit_dump(make_event(system, engine="AI_CPU", task_type="AI_CPU",
                                           outputs=[np.ones(1, np.float32)]))[0]
     assert parse_dump_name(os.path.basename(path)).task_type == 1  # type: ignore[union-attr]

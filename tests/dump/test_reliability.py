@@ -9,14 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from dump_helpers import all_files
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from geplug.dump import fileio
 from geplug.dump.reader import iter_dump_tree, read_dump, read_header
 from geplug.errors import DumpError
-
-
-def _all_files(root: str) -> list[str]:
-    return sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
 
 
 def test_disk_full_stops_with_a_dump_error_and_keeps_earlier_files(
@@ -33,7 +32,7 @@ def test_disk_full_stops_with_a_dump_error_and_keeps_earlier_files(
     with pytest.raises(DumpError, match="No space left on device") as info:
         system.emit_dump(make_event(system, op="b", outputs=[np.ones(64, np.float32)]))
     assert "free some space" in str(info.value) and info.value.path
-    assert _all_files(system.config.dump_root) == [first]
+    assert all_files(system.config.dump_root) == [first]
     assert open(first, "rb").read() == before
 
 
@@ -52,7 +51,7 @@ def test_disk_full_midway_leaves_no_partial_file(make_system: Any, make_event: A
     monkeypatch.setattr(fileio, "_os_write", half)
     with pytest.raises(DumpError):
         system.emit_dump(make_event(system, outputs=[np.ones(1 << 17, np.float32)]))
-    assert _all_files(system.config.dump_root) == []
+    assert all_files(system.config.dump_root) == []
 
 
 def test_truncated_file_is_a_clear_error_naming_it(make_system: Any, make_event: Any) -> None:
@@ -99,6 +98,8 @@ def test_file_longer_than_its_header_says_is_rejected(make_system: Any,
 def _dump_in_process(root: str, tag: int) -> None:
     import warnings
 
+    from dump_helpers import sample_product
+
     from geplug.config.model import SessionConfig
     from geplug.config.resolved import ResolvedConfig
     from geplug.events import DumpEvent, OpRecord, RunInfo, TensorRecord
@@ -108,7 +109,7 @@ def _dump_in_process(root: str, tag: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         manager = PluginManager().load()
-    product = manager.products().get("atlas_a2")
+    product = sample_product(ffts_plus=True)
     cfg = SessionConfig(enable_dump=True, dump_path=root, dump_mode="all")
     system = System(product=product, config=ResolvedConfig(product=product.name, config=cfg,
                                                           dump_root=root), manager=manager)
@@ -137,3 +138,41 @@ def test_two_processes_dumping_into_one_path_never_clash(tmp_path: Any) -> None:
     values = sorted(int(e.read().outputs[0].array[0])  # type: ignore[index]
                     for e in iter_dump_tree(root))
     assert values == sorted([1000 + i for i in range(20)] + [2000 + i for i in range(20)])
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(min_size=0, max_size=200))
+def test_any_foreign_bytes_give_a_dump_error_or_a_valid_file(tmp_path: Any, blob: bytes) -> None:
+    path = tmp_path / "Add.Add.1.0.1700000000000000"
+    path.write_bytes(blob)
+    try:
+        read_dump(str(path))
+    except DumpError as exc:
+        assert str(path) in str(exc)
+
+
+def test_every_truncation_of_a_real_file_is_a_dump_error(make_system: Any, make_event: Any,
+                                                         tmp_path: Any) -> None:
+    system = make_system(enable_dump=True, dump_mode="all")
+    (path,) = system.emit_dump(make_event(system, inputs=[np.ones((2, 3), np.float16)],
+                                          outputs=[np.arange(5, dtype=np.int64)]))[0]
+    blob = open(path, "rb").read()
+    cut = tmp_path / "cut"
+    for length in range(len(blob)):
+        cut.write_bytes(blob[:length])
+        with pytest.raises(DumpError, match="cut"):
+            read_dump(str(cut))
+
+
+def test_a_header_with_absurd_dims_is_a_dump_error(tmp_path: Any) -> None:
+    from geplug.dump import schema
+
+    header = schema.DumpData(version="2.0", op_name="x")
+    entry = header.output.add(data_type=1, size=4)
+    entry.shape.dim.extend([2**62, 2**62])
+    head = header.SerializeToString()
+    path = tmp_path / "Add.x.1.0.1700000000000000"
+    path.write_bytes(len(head).to_bytes(8, "little") + head + b"\0" * 4)
+    with pytest.raises(DumpError, match="corrupt"):
+        read_dump(str(path))

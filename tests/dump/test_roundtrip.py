@@ -14,7 +14,7 @@ from geplug.dump import schema
 from geplug.dump.reader import iter_dump_tree, read_dump
 
 DTYPES = ["float32", "float16", "bfloat16", "int32", "int64", "int8", "uint8", "bool",
-          "float64"]
+          "float64", "int16", "uint16", "uint32", "uint64", "complex64"]
 
 
 def _sample(dtype: str, shape: tuple[int, ...] = (3, 5)) -> np.ndarray:

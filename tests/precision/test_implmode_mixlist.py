@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from geplug.config.model import SessionConfig
 from geplug.config.resolved import ResolvedConfig
-from geplug.plugin import PluginManager
 from geplug.precision import NodeInfo, choose_impl_mode, decide, list_state
 from geplug.products.schema import OpSupport
+from geplug.testing.plugin import require_product
 
 TWO = OpSupport(op_type="SoftmaxV2", op_class="vector", aicore_dtypes=["float16"],
                 aicpu_dtypes=[], impl_modes=["high_precision", "high_performance"])
@@ -17,7 +17,8 @@ def cfg(**kw: object) -> ResolvedConfig:
 
 
 def a2():  # type: ignore[no-untyped-def]
-    return PluginManager().load().products().get("atlas_a2")
+    """The Atlas A2 declaration (the test is skipped where it is not installed)."""
+    return require_product("atlas_a2")
 
 
 def resolved(**options: object) -> ResolvedConfig:

@@ -87,9 +87,9 @@ def test_force_fp16_is_for_online_inference_only():
     """此参数仅适用于在线推理场景。(checked by the configuration rules, R12)"""
     from geplug.config import check
     from geplug.config.model import SessionConfig
-    from geplug.plugin import PluginManager
+    from geplug.testing.plugin import require_product
 
-    a2 = PluginManager().load().products().get("atlas_a2")
+    a2 = require_product("atlas_a2")
     training = check(SessionConfig(precision_mode="force_fp16", graph_run_mode=1), a2)
     inference = check(SessionConfig(precision_mode="force_fp16", graph_run_mode=0), a2)
     assert any(p.option == "precision_mode" and p.severity == "error" for p in training)

@@ -1,4 +1,10 @@
-"""Helpers for the profiling tests: a System built directly and driven with synthetic events."""
+"""Helpers for the profiling tests: a System built directly and driven with synthetic events.
+
+Tests of behaviour every product shares run on :func:`card`, a small product declared here
+(so they run in every tox env, the core-only one included); tests whose effect depends on a
+product's declaration take the ``product`` fixture of ``geplug.testing`` (one run per installed
+product, skipped where none is installed).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,51 @@ from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.resolved import ResolvedConfig
 from geplug.events import ApiCall, GraphEvent, OpRecord, RunInfo, StepEvent, TaskEvent
 from geplug.plugin import PluginManager
+from geplug.products import Product, build_product, read_declaration
 from geplug.runtime.system import System
+from geplug.testing.samples import minimal_toml
+
+_CARD_PROFILING = """
+[profiling]
+aic_metrics = ["PipeUtilization", "Memory"]
+aic_metrics_default = "PipeUtilization"
+split_cores = false
+l2 = "l2"
+instr_profiling = "frequency"
+sys_io_targets = ["NIC"]
+interconnect_targets = ["HCCS", "PCIe"]
+host_sys = ["cpu", "mem", "disk", "network", "osrt"]
+training_trace = true
+[profiling.pmu_columns]
+PipeUtilization = ["aicore_time(us)", "total_cycles", "mac_time(us)", "mac_ratio",
+                   "vec_time(us)", "vec_ratio", "memory_bound", "cube_utilization(%)"]
+Memory = ["aicore_time(us)", "total_cycles", "ub_read_bw(GB/s)", "main_mem_read_bw(GB/s)"]
+[profiling.frequencies.sys_hardware_mem_freq]
+min = 1
+max = 100
+default = 50
+[profiling.frequencies.sys_io_sampling_freq]
+min = 1
+max = 100
+default = 100
+[profiling.frequencies.sys_interconnection_freq]
+min = 1
+max = 50
+default = 50
+[profiling.frequencies.dvpp_freq]
+min = 1
+max = 100
+default = 50
+[profiling.frequencies.host_sys_usage_freq]
+min = 1
+max = 50
+default = 50
+[profiling.frequencies.instr_profiling_freq]
+min = 300
+max = 30000
+default = 1000
+
+"""
 
 OPS = (
     OpRecord(name="conv1", op_type="Conv2D", task_id=1, block_dim=24, dtype="float16"),
@@ -32,6 +82,25 @@ CUBE = {"conv1": 1.0, "fc1": 0.9}
 DUR = {"conv1": 120.0, "relu1": 30.0, "allreduce1": 50.0, "where1": 80.0, "fc1": 60.0}
 
 
+_card: list[Product] = []
+
+
+def card() -> Product:
+    """A small test product ("prof_card", unprefixed PMU columns, every sampler declared)."""
+    if not _card:
+        import tempfile
+
+        toml = minimal_toml("prof_card")
+        start, end = toml.index("[profiling]"), toml.index("[debug]")
+        toml = toml[:start] + _CARD_PROFILING.lstrip() + toml[end:]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "capabilities.toml")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(toml)
+            _card.append(build_product(read_declaration(path)))
+    return _card[0]
+
+
 @pytest.fixture
 def manager() -> Iterator[PluginManager]:
     """A fresh plugin manager (built-ins and installed products)."""
@@ -40,10 +109,11 @@ def manager() -> Iterator[PluginManager]:
         yield PluginManager().load()
 
 
-def make_system(manager: PluginManager, out: Any, product: str = "atlas_a2",
+def make_system(manager: PluginManager, out: Any, product: Product | None = None,
                 **options: str) -> System:
-    """A System with profiling on and ``options`` as profiling_options (output = ``out``)."""
-    prod = manager.products().get(product)
+    """A System of ``product`` (default: :func:`card`) with profiling on and ``options`` as
+    profiling_options (output = ``out``)."""
+    prod = product if product is not None else card()
     opts = ProfilingOptions(output=str(out), **options)
     cfg = ResolvedConfig(product=prod.name,
                          config=SessionConfig(profiling_mode=True, profiling_options=opts),
@@ -110,7 +180,7 @@ def timeline(out: Any) -> list[dict[str, Any]]:
         return json.load(fh)
 
 
-def run(manager: PluginManager, out: Any, product: str = "atlas_a2", steps: int = 3,
+def run(manager: PluginManager, out: Any, product: Product | None = None, steps: int = 3,
         **options: str) -> System:
     """Make a system, drive it and shut it down."""
     system = make_system(manager, out, product, **options)

@@ -13,6 +13,8 @@ from geplug.errors import BackendError, ConfigError, NotInitializedError, RankQu
 from geplug.plugin import PluginManager
 from geplug.runtime import api
 
+pytestmark = pytest.mark.requires_products("atlas_a2")
+
 
 class _Runtime:
     def __init__(self) -> None:
@@ -133,3 +135,20 @@ def test_system_resolves_config(manager: PluginManager) -> None:
     with geplug.initialize_system(product="atlas_a2", manager=manager, env={},
                                   config={"graph_run_mode": 0}) as system:
         assert system.config.config.precision_mode == "force_fp16"
+
+
+def test_product_comes_from_soc_version(manager: PluginManager) -> None:
+    manager.register(_Backend("serve", True), "serve")
+    with geplug.initialize_system(manager=manager, env={},
+                                  config={"soc_version": "Ascend910B3"}) as system:
+        assert system.product.name == "atlas_a2"
+
+
+def test_no_product_among_several_is_refused_naming_them(manager: PluginManager) -> None:
+    if len(list(manager.products())) < 2:
+        pytest.skip("needs two installed products")
+    manager.register(_Backend("serve", True), "serve")
+    with pytest.raises(ConfigError) as info:
+        geplug.initialize_system(manager=manager, env={})
+    assert info.value.problems[0].option == "product"
+    assert "atlas_a2" in info.value.problems[0].message

@@ -1,8 +1,8 @@
 """The simulator as an ``onnx.backend`` backend, for onnx's own backend tests.
 
-``SimBackend`` compiles each model on one product under one configuration (default: Atlas
-A2 with ``precision_mode = must_keep_origin_dtype``, so no op changes dtype) and runs it with
-:meth:`CompiledModel.run`. ``benchmarks/bench_conformance.py`` compares it with
+``SimBackend`` compiles each model on one product under one configuration (default:
+:data:`~geplug_simulator.DEFAULT_PRODUCT` with ``precision_mode = must_keep_origin_dtype``,
+so no op changes dtype) and runs it with :meth:`CompiledModel.run`. ``benchmarks/bench_conformance.py`` compares it with
 onnxruntime's own backend.
 """
 
@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
+
+from geplug_simulator import DEFAULT_PRODUCT
 
 __all__ = ["SimBackend", "SimBackendRep"]
 
@@ -40,7 +42,7 @@ class SimBackendRep(BackendRep):
 class SimBackend(Backend):
     """``onnx.backend`` interface over the simulator (CPU device only)."""
 
-    product: ClassVar[str] = "atlas_a2"
+    product: ClassVar[str] = DEFAULT_PRODUCT
     options: ClassVar[dict[str, Any]] = {"precision_mode": "must_keep_origin_dtype"}
     _systems: ClassVar[dict[tuple[str, str], Any]] = {}
 

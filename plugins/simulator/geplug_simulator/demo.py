@@ -13,10 +13,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["DEMO_MODES", "build_cnn", "build_mlp", "run_demo"]
+from geplug_simulator import DEFAULT_PRODUCT
+
+__all__ = ["DEMO_MODES", "FALLBACK_MODES", "build_cnn", "build_mlp", "run_demo"]
 
 DEMO_MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "allow_mix_precision_bf16")
-"""Precision modes the demo compares (all valid for training on Atlas A2)."""
+"""Precision modes the demo compares (all valid for training on the default product)."""
+FALLBACK_MODES = ("force_fp16", "allow_mix_precision_fp16", "force_fp32")
+"""Tried, in order, in place of DEMO_MODES a product refuses (e.g. no bfloat16)."""
 
 
 def build_mlp(seed: int = 0) -> onnx.ModelProto:
@@ -92,14 +96,16 @@ def _describe(out: np.ndarray, ref: np.ndarray) -> str:
 def run_demo(
     open_system: Callable[[str, dict[str, Any]], Any],
     *,
-    product: str = "atlas_a2",
-    modes: Sequence[str] = DEMO_MODES,
+    product: str = DEFAULT_PRODUCT,
+    modes: Sequence[str] = (*DEMO_MODES, *FALLBACK_MODES),
     out_dir: str | None = None,
     stream: TextIO,
 ) -> int:
     """Run the demo and print its summary to ``stream``; returns an exit code.
 
-    ``open_system(product, options)`` returns an initialised system (a context manager).
+    ``open_system(product, options)`` returns an initialised system (a context manager); it
+    raises :class:`~geplug.errors.ConfigError` for a mode the product refuses. The first
+    three of ``modes`` the product accepts are compared; the first is the reference.
     """
     started = time.perf_counter()
     rng = np.random.default_rng(42)
@@ -109,50 +115,72 @@ def run_demo(
         ("CNN", build_cnn(), {"image": rng.standard_normal((16, 3, 64, 64)).astype(np.float32)},
          "a small image classifier: reduced precision costs accuracy, saves device time"),
     ]
+    from geplug.errors import ConfigError
+
     results: dict[str, np.ndarray] = {}
     report: dict[str, Any] = {}
+    rows: dict[str, list[tuple[str, list[str], np.ndarray, float]]] = {c[0]: [] for c in cases}
+    reasons: dict[str, dict[str, str]] = {c[0]: {} for c in cases}
+    nodes: dict[str, list[str]] = {}
     display = product
-    for label, model, feeds, note in cases:
-        rows: list[tuple[str, list[str], str, float]] = []
-        reasons: dict[str, str] = {}
-        reference: np.ndarray | None = None
-        nodes: list[str] = []
-        for mode in modes:
-            with open_system(product, {"precision_mode": mode}) as system:
-                display = f"{system.product.display_name} ({system.product.name})"
+    used: list[str] = []
+    skipped: list[str] = []
+    for mode in dict.fromkeys(modes):
+        if len(used) == 3:
+            break
+        try:
+            system = open_system(product, {"precision_mode": mode})
+        except ConfigError:  # the product's rules refuse this mode (e.g. no bfloat16)
+            skipped.append(mode)
+            continue
+        used.append(mode)
+        with system:
+            display = f"{system.product.display_name} ({system.product.name})"
+            for label, model, feeds, _note in cases:
                 compiled = system.compile(model, name=f"demo_{label.lower()}")
                 out = next(iter(compiled.run(feeds).values()))
-                nodes = [d.node for d in compiled.decisions]
-                if reference is None:
-                    reference = out
+                nodes[label] = [d.node for d in compiled.decisions]
                 cells = [_short(d.engine, d.dtype) for d in compiled.decisions]
-                rows.append((mode, cells, _describe(out, reference),
-                             compiled.simulated_time_us))
+                rows[label].append((mode, cells, out, compiled.simulated_time_us))
                 first = compiled.decisions[0]
-                reasons[mode] = f"{first.node}: {first.reason}"
+                reasons[label][mode] = f"{first.node}: {first.reason}"
                 results[f"{label.lower()}/{mode}"] = out
                 report[f"{label}/{mode}"] = [d.to_json() for d in compiled.decisions]
+    if not used:
+        print(f"no precision mode of {list(modes)} is accepted on {product!r}", file=stream)
+        return 1
+    width = max(len(m) for m in used) + 2
+    for label, _model, _feeds, note in cases:
         print(f"\n{label}: {note}", file=stream)
-        width = max(len(m) for m in modes) + 2
-        header = "  " + "precision_mode".ljust(width) + "".join(n[:9].ljust(10) for n in nodes)
+        header = "  " + "precision_mode".ljust(width) + "".join(
+            n[:9].ljust(10) for n in nodes[label])
         print(header + "sim. device time  output", file=stream)
-        for mode, cells, verdict, sim_us in rows:
+        reference = rows[label][0][2]
+        for mode, cells, out, sim_us in rows[label]:
             print("  " + mode.ljust(width) + "".join(c.ljust(10) for c in cells)
-                  + f"{sim_us:9.1f} us     {verdict}", file=stream)
+                  + f"{sim_us:9.2f} us    {_describe(out, reference)}", file=stream)
         print("  why (first op):", file=stream)
-        for mode in modes:
-            print(f"    - {reasons[mode]}", file=stream)
-    print(f"\nProduct: {display}. Output compared with the must_keep_origin_dtype run. "
+        for mode in used:
+            print(f"    - {reasons[label][mode]}", file=stream)
+    if skipped:
+        print(f"\nNot accepted on this product (skipped): {', '.join(skipped)}", file=stream)
+    print(f"\nProduct: {display}. Output compared with the {used[0]} run; simulated device "
+          "time from the product's compute model (approximate public figures). "
           f"Done in {time.perf_counter() - started:.1f} s.", file=stream)
-    print("Next: `geplug compile MODEL.onnx --product atlas_a2 --config session.toml` shows "
+    print(f"Next: `geplug compile MODEL.onnx --product {product} --config session.toml` shows "
           "the decisions for your own model.", file=stream)
     if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        for label, model, _feeds, _note in cases:
-            onnx.save(model, os.path.join(out_dir, f"demo_{label.lower()}.onnx"))
-        arrays: dict[str, Any] = {k.replace("/", "__"): v for k, v in results.items()}
-        np.savez(os.path.join(out_dir, "demo_outputs.npz"), **arrays)
-        with open(os.path.join(out_dir, "demo_decisions.json"), "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2)
+        _save(out_dir, cases, results, report)
         print(f"Artifacts written to {out_dir}", file=stream)
     return 0
+
+
+def _save(out_dir: str, cases: Sequence[tuple[str, onnx.ModelProto, Any, str]],
+          results: dict[str, np.ndarray], report: dict[str, Any]) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+    for label, model, _feeds, _note in cases:
+        onnx.save(model, os.path.join(out_dir, f"demo_{label.lower()}.onnx"))
+    arrays: dict[str, Any] = {k.replace("/", "__"): v for k, v in results.items()}
+    np.savez(os.path.join(out_dir, "demo_outputs.npz"), **arrays)
+    with open(os.path.join(out_dir, "demo_decisions.json"), "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=2)

@@ -27,6 +27,7 @@ __all__ = [
     "TensorType",
     "import_model",
     "load_model",
+    "tensor_type",
 ]
 
 PINNED_OPSET = 17
@@ -127,7 +128,8 @@ def _signature(model: onnx.ModelProto) -> list[str]:
     return [vi.SerializeToString().decode("latin-1") for vi in [*g.input, *g.output]]
 
 
-def _tensor_type(vi: onnx.ValueInfoProto) -> TensorType | None:
+def tensor_type(vi: onnx.ValueInfoProto) -> TensorType | None:
+    """The dtype and shape of a value info (``None`` for a non-tensor value)."""
     t = vi.type
     if not t.HasField("tensor_type"):
         return None
@@ -218,7 +220,7 @@ def import_model(model: Any, *, name: str = "") -> ImportedModel:
     types: dict[str, TensorType] = {}
     ig = inferred.graph
     for vi in [*ig.input, *ig.value_info, *ig.output]:
-        tt = _tensor_type(vi)
+        tt = tensor_type(vi)
         if tt is not None:
             types[vi.name] = tt
     for init in ig.initializer:

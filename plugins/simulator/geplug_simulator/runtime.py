@@ -26,7 +26,7 @@ from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.precision import decide
 from geplug_simulator.compiled import CompiledModel
 from geplug_simulator.cost import OpCost, estimate
-from geplug_simulator.importer import ImportedModel, import_model
+from geplug_simulator.importer import ImportedModel, TensorType, import_model, tensor_type
 from geplug_simulator.kernel_meta import KernelSpec, write_kernel_meta
 from geplug_simulator.rewrite import RewrittenModel, rewrite
 
@@ -78,8 +78,9 @@ class SessionFactory:
 
     def costs_for_shapes(
         self, compiled: CompiledModel, shapes: dict[str, tuple[int, ...]]
-    ) -> dict[str, OpCost] | None:
-        """Op costs of ``compiled`` with its inputs fixed to ``shapes`` (None on failure)."""
+    ) -> tuple[dict[str, TensorType], dict[str, OpCost]] | None:
+        """Tensor types and op costs of ``compiled`` with its inputs fixed to ``shapes``
+        (``None`` when shape inference fails: the compile-time estimate stays)."""
         if self.runtime is None:
             return None
         model = onnx.ModelProto()
@@ -96,16 +97,14 @@ class SessionFactory:
                                                          data_prop=True)
         except Exception:
             return None
-        from geplug_simulator.importer import _tensor_type
-
         types = dict(compiled.imported.types)
         g = inferred.graph
         for vi in [*g.input, *g.value_info, *g.output]:
-            tt = _tensor_type(vi)
+            tt = tensor_type(vi)
             if tt is not None:
                 types[vi.name] = tt
         imported = attrs.evolve(compiled.imported, types=types)
-        return self.runtime._costs(imported, compiled.decisions)[0]
+        return types, self.runtime._costs(imported, compiled.decisions)[0]
 
     def session(self, model: onnx.ModelProto, name: str) -> ort.InferenceSession:
         """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`."""
@@ -180,6 +179,39 @@ def _dtype(imported: ImportedModel, name: str) -> str:
     return t.dtype if t is not None else "float32"
 
 
+def _attr_int(node: onnx.NodeProto, name: str, default: int) -> int:
+    for a in node.attribute:
+        if a.name == name:
+            return int(a.i)
+    return default
+
+
+def _reduce_size(node: onnx.NodeProto, decision: Any, imported: ImportedModel) -> int:
+    """Products summed per output element of a matrix op, or a pooling op's window."""
+    ins = [n for n in node.input if n]
+    if decision.op_class == "matrix" and ins:
+        a = _shape(imported, ins[0]) or ()
+        if node.op_type == "Gemm" and len(a) == 2:
+            return int(a[0 if _attr_int(node, "transA", 0) else 1] or 1)
+        if node.op_type in ("MatMul", "MatMulInteger", "Gemm") or len(ins) < 2:
+            return int(a[-1] or 1) if a else 1
+        w = _shape(imported, ins[1]) or ()
+        if len(w) < 2:
+            return 1
+        group = max(_attr_int(node, "group", 1), 1)
+        window = int(np.prod([int(x or 1) for x in w[2:]]))
+        if node.op_type == "ConvTranspose":  # weight (C_in, C_out/group, k...)
+            return max(int(w[0] or 1) // group, 1) * window
+        return int(w[1] or 1) * window  # weight (C_out, C_in/group, k...)
+    if decision.op_type == "Pooling":
+        for a in node.attribute:
+            if a.name == "kernel_shape":
+                return int(np.prod(list(a.ints)))
+        s = _shape(imported, ins[0]) if ins else None
+        return int(np.prod([int(x or 1) for x in s[2:]])) if s else 1
+    return 1
+
+
 class SimRuntime:
     """What ``geplug_init_system`` returns: compiles models for ``system``."""
 
@@ -237,21 +269,10 @@ class SimRuntime:
                      _dtype(imported, n) for n in ins]
             out_dt = [d.output_dtype if _dtype(imported, n) == d.original_dtype and
                       d.output_dtype else _dtype(imported, n) for n in outs]
-            kernel = 1
-            if len(ins) > 1 and d.op_class == "matrix" and d.op_type not in (
-                "MatMulV2", "BatchMatMulV2"
-            ):
-                wshape = _shape(imported, ins[1]) or ()
-                kernel = int(np.prod([int(x or 1) for x in wshape[1:]])) if wshape else 1
-            elif d.op_type == "Pooling":
-                for a in node.attribute:
-                    if a.name == "kernel_shape":
-                        kernel = int(np.prod(list(a.ints)))
-                if node.op_type.startswith("Global"):
-                    s = _shape(imported, ins[0]) or ()
-                    kernel = int(np.prod([int(x or 1) for x in s[2:]])) if s else 1
+            reduce_size = _reduce_size(node, d, imported)
             cost = estimate(d, self.system.product, [_shape(imported, n) for n in ins], in_dt,
-                            [_shape(imported, n) for n in outs], out_dt, kernel_numel=kernel)
+                            [_shape(imported, n) for n in outs], out_dt,
+                            reduce_size=reduce_size)
             costs[d.node] = cost
             specs.append(KernelSpec(
                 decision=d, input_shapes=tuple(_shape(imported, n) for n in ins),

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import onnx
-from sim_helpers import make_system, overflow_model
+from sim_helpers import any_product, make_system, overflow_model
 
 from geplug.cli.main import main
 from geplug.testing.plugin import require_product
@@ -42,7 +42,7 @@ def test_level_1_adds_cce_and_loc_files(tmp_path):
 
 def test_no_kernel_meta_without_a_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    compiled = make_system("atlas_a2", op_debug_level=0).compile(overflow_model())
+    compiled = make_system(any_product(), op_debug_level=0).compile(overflow_model())
     assert compiled.kernel_meta_files == () and os.listdir(tmp_path) == []
 
 
@@ -71,7 +71,7 @@ def test_initialize_system_serves_every_product_through_the_simulator(fresh_mana
 def test_cli_compile_json_lists_ops(tmp_path, capsys):
     path = tmp_path / "m.onnx"
     onnx.save(overflow_model(), path)
-    assert main(["compile", str(path), "--product", "atlas_a2", "--format", "json"]) == 0
+    assert main(["compile", str(path), "--product", any_product(initialize_system=True).name, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [op["op_type"] for op in data["ops"]] == ["MatMulV2", "MatMulV2"]
     assert {"node", "onnx_op", "engine", "dtype", "impl_mode", "reason"} <= set(data["ops"][0])
@@ -81,18 +81,21 @@ def test_cli_run_writes_outputs(tmp_path, capsys):
     model, x, out = tmp_path / "m.onnx", tmp_path / "x.npy", tmp_path / "out.npz"
     onnx.save(overflow_model(), model)
     np.save(x, np.ones((1, 4), np.float32))
-    code = main(["run", str(model), "--product", "atlas_a2", "--input", f"x={x}",
+    code = main(["run", str(model), "--product", any_product(initialize_system=True).name, "--input", f"x={x}",
                  "--steps", "2", "--output", str(out)])
     assert code == 0
     assert np.load(out)["y"].shape == (1, 2)
 
 
 def test_cli_compile_of_a_missing_model_is_a_clear_error(tmp_path, capsys):
-    assert main(["compile", str(tmp_path / "nope.onnx"), "--product", "atlas_a2"]) == 1
+    assert main(["compile", str(tmp_path / "nope.onnx"), "--product", any_product(initialize_system=True).name]) == 1
     assert "nope.onnx" in capsys.readouterr().err
 
 
 def test_cli_demo_prints_its_summary_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    from geplug_simulator import DEFAULT_PRODUCT
+
+    require_product(DEFAULT_PRODUCT)
     monkeypatch.chdir(tmp_path)
     assert main(["demo"]) == 0
     out = capsys.readouterr().out

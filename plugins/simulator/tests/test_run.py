@@ -10,7 +10,7 @@ from geplug_simulator import compiled as compiled_mod
 from geplug_simulator.compiled import FAULT_ENV
 from geplug_simulator.runtime import self_check
 from onnx import helper
-from sim_helpers import f32, graph_model, make_system, overflow_model
+from sim_helpers import any_product, f32, graph_model, make_system, overflow_model
 
 from geplug.errors import AICoreError, CompileError
 from geplug.events import ApiCall, DumpEvent, GraphEvent, StepEvent, TaskEvent
@@ -151,26 +151,26 @@ def test_lrn_implementation_mode_changes_the_numbers():
 
 
 def test_missing_input_is_named():
-    compiled = make_system("atlas_a2").compile(overflow_model())
+    compiled = make_system(any_product()).compile(overflow_model())
     with pytest.raises(CompileError, match=r"'x'.*missing") as info:
         compiled.run({})
     assert info.value.node == "x"
 
 
 def test_wrong_dtype_input_is_named():
-    compiled = make_system("atlas_a2").compile(overflow_model())
+    compiled = make_system(any_product()).compile(overflow_model())
     with pytest.raises(CompileError, match="'x' has dtype float64"):
         compiled.run({"x": np.ones((1, 4), np.float64)})
 
 
 def test_wrong_shape_input_is_named():
-    compiled = make_system("atlas_a2").compile(overflow_model())
+    compiled = make_system(any_product()).compile(overflow_model())
     with pytest.raises(CompileError, match=r"'x' has shape \[2, 4\]"):
         compiled.run({"x": np.ones((2, 4), np.float32)})
 
 
 def test_unknown_input_is_named():
-    compiled = make_system("atlas_a2").compile(overflow_model())
+    compiled = make_system(any_product()).compile(overflow_model())
     with pytest.raises(CompileError, match="no input 'z'"):
         compiled.run({"x": np.ones((1, 4), np.float32), "z": np.ones(1)})
 
@@ -199,8 +199,8 @@ def test_symbolic_batch_times_follow_the_fed_shape():
 
 def test_step_counter_and_stable_task_ids(recorder, monkeypatch):
     manager, rec = recorder
-    monkeypatch.setattr(compiled_mod, "_wants_tensors", lambda system, step: True)
-    compiled = make_system("atlas_a2", manager).compile(overflow_model())
+    monkeypatch.setattr(compiled_mod, "wants_tensors", lambda system, step: True)
+    compiled = make_system(any_product(), manager).compile(overflow_model())
     compiled.run(X1)
     compiled.run(X1)
     steps = [e.run.step for e in rec.dumps]
@@ -211,8 +211,8 @@ def test_step_counter_and_stable_task_ids(recorder, monkeypatch):
 
 def test_dump_events_carry_device_dtype_tensors(recorder, monkeypatch):
     manager, rec = recorder
-    monkeypatch.setattr(compiled_mod, "_wants_tensors", lambda system, step: True)
-    system = make_system("atlas_a2", manager, precision_mode="allow_fp32_to_fp16")
+    monkeypatch.setattr(compiled_mod, "wants_tensors", lambda system, step: True)
+    system = make_system(any_product(), manager, precision_mode="allow_fp32_to_fp16")
     system.compile(overflow_model()).run(X1)
     big = next(e for e in rec.dumps if isinstance(e, DumpEvent) and e.op.name == "big")
     assert big.kind == "data" and big.op.dtype == "float16"
@@ -223,7 +223,7 @@ def test_dump_events_carry_device_dtype_tensors(recorder, monkeypatch):
 
 def test_profiling_events_follow_the_simulated_timeline(recorder):
     manager, rec = recorder
-    system = make_system("atlas_a2", manager, profiling_mode=True)
+    system = make_system(any_product(), manager, profiling_mode=True)
     compiled = system.compile(overflow_model())
     compiled.run(X1)
     kinds = [type(e).__name__ for e in rec.profiles]
@@ -238,13 +238,13 @@ def test_profiling_events_follow_the_simulated_timeline(recorder):
 
 def test_no_profiling_events_when_profiling_is_off(recorder):
     manager, rec = recorder
-    make_system("atlas_a2", manager).compile(overflow_model()).run(X1)
+    make_system(any_product(), manager).compile(overflow_model()).run(X1)
     assert rec.profiles == []
 
 
 def test_injected_fault_dumps_and_raises_naming_node_and_files(recorder):
     manager, rec = recorder
-    compiled = make_system("atlas_a2", manager).compile(overflow_model())
+    compiled = make_system(any_product(), manager).compile(overflow_model())
     compiled.inject_fault("small")
     with pytest.raises(AICoreError, match="small") as info:
         compiled.run(X1)
@@ -257,13 +257,13 @@ def test_injected_fault_dumps_and_raises_naming_node_and_files(recorder):
 def test_fault_from_environment_variable(recorder, monkeypatch):
     manager, _ = recorder
     monkeypatch.setenv(FAULT_ENV, "big")
-    compiled = make_system("atlas_a2", manager).compile(overflow_model())
+    compiled = make_system(any_product(), manager).compile(overflow_model())
     with pytest.raises(AICoreError, match="'big'"):
         compiled.run(X1)
 
 
 def test_inject_fault_on_unknown_node_is_an_error():
-    compiled = make_system("atlas_a2").compile(overflow_model())
+    compiled = make_system(any_product()).compile(overflow_model())
     with pytest.raises(CompileError, match="no node 'nope'"):
         compiled.inject_fault("nope")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from prof_helpers import make_system, prof_dir, run
 
@@ -33,15 +34,39 @@ def test_output_file_names_match_the_reader_patterns(manager, tmp_path):
     assert {n.rsplit("_", 1)[0] for n in names} >= {"op_statistic", "task_time", "msprof"}
 
 
-def test_info_json_carries_rank_host_and_device_info(manager, tmp_path):
-    system = run(manager, tmp_path)
+def test_info_json_carries_rank_host_and_device_info(manager, tmp_path, product):
+    run(manager, tmp_path, product, power="on")
     with open(os.path.join(prof_dir(tmp_path), "device_0", "info.json.0")) as fh:
         info = json.load(fh)
     assert info["rank_id"] == -1
     assert info["hostUid"]
     dev = info["DeviceInfo"][0]
-    assert dev["ai_core_num"] == system.product.compute.ai_cores
-    assert dev["aic_frequency"] == str(system.product.compute.clock_mhz)
+    assert dev["id"] == 0
+    assert dev["ai_core_num"] == product.compute.ai_cores
+    split = product.profiling.split_cores
+    assert dev["aiv_num"] == (product.compute.vector_cores if split else 0)
+    assert dev["aic_frequency"] == str(product.compute.clock_mhz)
+    assert info["platform_version"] in product.soc_versions
+    assert info["profiling_options"]["power"] == "on"  # accepted, recorded, no other effect
+
+
+def test_every_name_written_matches_the_reader_patterns(manager, tmp_path):
+    run(manager, tmp_path, training_trace="on", hccl="on", aicpu="on", l2="on",
+        runtime_api="on", sys_hardware_mem_freq="50")
+    root = prof_dir(tmp_path)
+    ts17 = os.path.basename(root).split("_")[2]
+    device_dirs = [d for d in os.listdir(root) if d.startswith("device_")]
+    assert device_dirs and all(PATTERNS["device_dir"].match(d) for d in device_dirs)
+    infos = [n for n in os.listdir(os.path.join(root, "device_0")) if n.startswith("info")]
+    assert infos and all(PATTERNS["device_info"].match(n) for n in infos)
+    names = os.listdir(os.path.join(root, "mindstudio_profiler_output"))
+    assert len(names) >= 10
+    for name in names:
+        match = re.match(r"^([a-z_0-9]+)_(\d{14})\.(csv|json)$", name)
+        assert match, name
+        assert match.group(2) == ts17[:14], name  # one ts14, the PROF_* directory's own
+    assert sum(bool(PATTERNS["timeline"].match(n)) for n in names) == 1
+    assert sum(bool(PATTERNS["op_summary"].match(n)) for n in names) == 1
 
 
 def test_output_option_places_prof_directory_under_it(manager, tmp_path):
@@ -59,10 +84,9 @@ def test_events_are_on_disk_before_shutdown(manager, tmp_path):
     drive(system, 2)
     session = session_for(system)
     assert session is not None
-    session.tasks.tasks._fh.flush()
+    session.tasks.tasks.flush()  # a chunk is written once full; flush the partial one
     raw = os.path.join(prof_dir(tmp_path), "device_0", "data", "task_time.data.0.slice_0")
-    with open(raw) as fh:
-        assert len(fh.readlines()) == 2 * 5
+    assert os.path.getsize(raw) == 2 * 5 * 5 * 8  # 10 tasks, five float64 fields each
     system.shutdown()
 
 

@@ -39,6 +39,17 @@ def test_host_sys_usage_collects_system_cpu_and_memory(manager, tmp_path):
     assert out_file(tmp_path, "host_cpu_usage") is None  # host_sys not asked
 
 
+def test_host_sys_disk_and_network_are_sampled_or_listed_as_not_collectable(manager, tmp_path):
+    _sample_host(manager, tmp_path, 0.3, host_sys="disk,network", host_sys_usage_freq="20")
+    with open(os.path.join(prof_dir(tmp_path), "host", "collection_notice.txt")) as fh:
+        notice = fh.read()
+    for item, stem in (("disk", "host_disk_usage"), ("network", "host_network_usage")):
+        collected = out_file(tmp_path, stem) is not None
+        assert collected != (f"host_sys {item}: " in notice), item
+        if collected:
+            assert read_csv(tmp_path, stem)[1], item
+
+
 def test_osrt_is_not_faked_and_the_notice_says_so(manager, tmp_path):
     with pytest.warns(UserWarning, match="osrt"):
         _sample_host(manager, tmp_path, 0.1, host_sys="cpu,osrt")
@@ -55,8 +66,8 @@ def test_host_samples_appear_as_timeline_counters(manager, tmp_path):
     assert counters and all("Process RSS(MB)" in e["args"] for e in counters)
 
 
-def _device_run(manager, out, steps=5, gap_us=100_000.0, **options):
-    system = make_system(manager, out, **options)
+def _device_run(manager, out, steps=5, gap_us=100_000.0, product=None, **options):
+    system = make_system(manager, out, product, **options)
     start = 1_700_000_000_000_000.0
     end = drive(system, steps, start=start, gap_us=gap_us)
     system.shutdown()
@@ -79,19 +90,51 @@ def test_llc_profiling_write_switches_the_llc_metric(manager, tmp_path):
     assert "LLC Write(MB/s)" in header
 
 
-def test_sys_io_sampling_reports_the_products_io_targets(manager, tmp_path):
-    system, _ = _device_run(manager, tmp_path, hccl="on", sys_io_sampling_freq="100")
+@pytest.mark.product_capability("profiling.frequencies", "sys_io_sampling_freq")
+def test_sys_io_sampling_reports_the_products_io_targets(manager, tmp_path, product):
+    _device_run(manager, tmp_path, product=product, hccl="on", sys_io_sampling_freq="100")
     header, rows = read_csv(tmp_path, "sys_io")
-    for target in system.product.profiling.sys_io_targets:
-        assert f"{target} Rx(MB/s)" in header
+    assert header[2:] == [c for t in product.profiling.sys_io_targets
+                          for c in (f"{t} Rx(MB/s)", f"{t} Tx(MB/s)")]
     assert any(float(v) > 0 for r in rows for v in r[2:])  # the allreduce moved bytes
 
 
-def test_sys_interconnection_reports_the_products_links(manager, tmp_path):
-    system, _ = _device_run(manager, tmp_path, sys_interconnection_freq="20")
+@pytest.mark.product_capability("profiling.frequencies", "sys_interconnection_freq")
+def test_sys_interconnection_reports_the_products_links(manager, tmp_path, product):
+    _device_run(manager, tmp_path, product=product, sys_interconnection_freq="20")
     header, _ = read_csv(tmp_path, "interconnect")
-    assert header[2:] == [c for t in system.product.profiling.interconnect_targets
+    assert header[2:] == [c for t in product.profiling.interconnect_targets
                           for c in (f"{t} Rx(MB/s)", f"{t} Tx(MB/s)")]
+
+
+def test_only_the_samplers_the_product_declares_are_written(manager, tmp_path, product):
+    freqs = {"sys_hardware_mem_freq": "hbm_llc", "sys_io_sampling_freq": "sys_io",
+             "sys_interconnection_freq": "interconnect", "dvpp_freq": "dvpp"}
+    _device_run(manager, tmp_path, product=product, steps=1, **dict.fromkeys(freqs, "10"))
+    for option, stem in freqs.items():
+        declared = option in product.profiling.frequencies
+        assert (out_file(tmp_path, stem) is not None) == declared, option
+
+
+@pytest.mark.product_capability("profiling.instr_profiling", "switch")
+def test_instr_profiling_switch_samples_at_the_products_default_rate(manager, tmp_path,
+                                                                      product):
+    _device_run(manager, tmp_path, product=product, steps=2, gap_us=1000.0,
+                instr_profiling="on")
+    _, rows = read_csv(tmp_path, "instr_profiling")
+    rng = product.profiling.frequencies.get("instr_profiling_freq")
+    rate = (rng.default if rng is not None and rng.default else 1000)
+    step = float(rows[1][1]) - float(rows[0][1])
+    assert step == pytest.approx(1e6 / rate)
+
+
+@pytest.mark.product_capability("profiling.instr_profiling", "frequency")
+def test_instr_profiling_freq_samples_ai_core_busy_on_the_product(manager, tmp_path, product):
+    _device_run(manager, tmp_path, product=product, steps=2, gap_us=1000.0,
+                instr_profiling_freq="2000")
+    header, rows = read_csv(tmp_path, "instr_profiling")
+    assert header[2] == "AI Core Busy(%)"
+    assert float(rows[1][1]) - float(rows[0][1]) == pytest.approx(500.0)
 
 
 def test_dvpp_freq_writes_dvpp_samples(manager, tmp_path):

@@ -68,6 +68,12 @@ def test_training_trace_off_writes_no_step_trace(manager, tmp_path):
     assert out_file(tmp_path, "step_trace") is None
 
 
+def test_training_trace_follows_the_products_declaration(manager, tmp_path, product):
+    run(manager, tmp_path, product, steps=2, training_trace="on")
+    written = out_file(tmp_path, "step_trace") is not None
+    assert written == product.profiling.training_trace  # inference products: no iteration trace
+
+
 def test_hccl_on_writes_communication_files(manager, tmp_path):
     run(manager, tmp_path, steps=2, hccl="on")
     analyze = os.path.join(prof_dir(tmp_path), "analyze")
@@ -84,6 +90,15 @@ def test_hccl_on_writes_communication_files(manager, tmp_path):
     assert rows[0][1] == "HcomAllReduce" and rows[0][2] == "2"
     procs = {e["args"]["name"] for e in timeline(tmp_path) if e["name"] == "process_name"}
     assert "Communication" in procs
+
+
+def test_hccl_link_type_is_the_products_interconnect(manager, tmp_path, product):
+    run(manager, tmp_path, product, steps=1, hccl="on")
+    with open(os.path.join(prof_dir(tmp_path), "analyze", "communication.json")) as fh:
+        bandwidth = json.load(fh)["allreduce1@hccl_world_group"]["Communication Bandwidth Info"]
+    used = {link for link, info in bandwidth.items() if info["Transit Size(MB)"] > 0}
+    targets = [t.upper() for t in product.profiling.interconnect_targets]
+    assert used == {"HCCS" if "HCCS" in targets else "PCIE"}
 
 
 def test_hccl_off_leaves_analyze_empty_and_no_communication_track(manager, tmp_path):
@@ -105,10 +120,11 @@ def test_aicpu_off_writes_no_aicpu_file(manager, tmp_path):
     assert out_file(tmp_path, "aicpu") is None
 
 
-def test_l2_on_writes_hit_rates_and_tlb_where_the_product_collects_it(manager, tmp_path):
-    system = run(manager, tmp_path, l2="on")
+def test_l2_on_writes_hit_rates_and_tlb_where_the_product_collects_it(manager, tmp_path,
+                                                                     product):
+    run(manager, tmp_path, product, l2="on")
     header, rows = read_csv(tmp_path, "l2_cache")
-    assert ("TLB Hit Rate" in header) == (system.product.profiling.l2 == "l2_tlb")
+    assert ("TLB Hit Rate" in header) == (product.profiling.l2 == "l2_tlb")
     assert {r[5] for r in rows} == {"conv1", "relu1", "fc1"}
     assert all(0 <= float(r[3]) <= 1 for r in rows)
 

@@ -31,11 +31,13 @@ def _options(out, **extra):
     return {"profiling_mode": True, "profiling_options": json.dumps(opts)}
 
 
-def test_simulated_run_writes_op_summary_step_trace_and_markers(tmp_path, fresh_manager):
+@pytest.mark.product_capability("runtime.initialize_system")
+def test_simulated_run_writes_op_summary_step_trace_and_markers(tmp_path, fresh_manager,
+                                                                product):
     import geplug
 
     x = np.ones((4, 16), np.float32)
-    with geplug.initialize_system("atlas_a2", _options(tmp_path)) as system:
+    with geplug.initialize_system(product.name, _options(tmp_path)) as system:
         compiled = system.compile(_mlp())
         for _ in range(2):
             with geplug.mstx.range("step"):
@@ -46,12 +48,15 @@ def test_simulated_run_writes_op_summary_step_trace_and_markers(tmp_path, fresh_
     assert len(read_csv(tmp_path, "step_trace")[1]) == 2
     assert read_csv(tmp_path, "api_statistic")[1]
     assert {e["name"] for e in timeline(tmp_path) if e.get("cat") == "MsTx"} == {"step"}
+    durations = [float(r[header.index("Task Duration(us)")]) for r in rows]
+    assert all(d > 0 for d in durations)
 
 
-def test_simulated_run_rejects_a_bp_point_outside_the_graph(tmp_path, fresh_manager):
+@pytest.mark.product_capability("runtime.initialize_system")
+def test_simulated_run_rejects_a_bp_point_outside_the_graph(tmp_path, fresh_manager, product):
     import geplug
     from geplug.errors import ProfilingError
 
-    with geplug.initialize_system("atlas_a2", _options(tmp_path, bp_point="fc9")) as system:
+    with geplug.initialize_system(product.name, _options(tmp_path, bp_point="fc9")) as system:
         with pytest.raises(ProfilingError, match="bp_point = 'fc9'"):
             system.compile(_mlp())

@@ -1,0 +1,182 @@
+"""What every option reader shares: the result type, the problem builders, the value
+conversion and the ``profiling_options`` reader (options.md §3.2)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from geplug.config.model import PROFILING_KEYS, ProfilingOptions, SessionConfig
+from geplug.config.problems import Problem
+from geplug.config.text import digits, short
+from geplug.errors import ConfigError
+
+__all__ = [
+    "MAX_PROFILING_JSON_CHARS",
+    "MAX_TOML_BYTES",
+    "MAX_VALUE_CHARS",
+    "Parsed",
+    "check_str",
+    "convert",
+    "ensure",
+    "parse_profiling_options",
+    "suggest",
+    "type_problem",
+    "unknown",
+]
+
+Parsed = tuple[SessionConfig, list[Problem]]
+
+MAX_VALUE_CHARS = 4096
+"""Longest string value accepted (PATH_MAX); longer input is a problem, never a crash."""
+MAX_PROFILING_JSON_CHARS = 2047
+"""GE keeps only the first 2047 characters of profiling_options (options.md §3.2)."""
+MAX_TOML_BYTES = 1 << 20
+
+
+def ensure(parsed: Parsed, source: str = "") -> SessionConfig:
+    """The config of ``parsed``, or :class:`ConfigError` carrying every problem if any error."""
+    config, problems = parsed
+    if any(p.severity == "error" for p in problems):
+        raise ConfigError(problems, source=source)
+    return config
+
+
+def suggest(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    if close:
+        return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    return ""
+
+
+def unknown(option: str, value: Any, known: Iterable[str], what: str) -> Problem:
+    known = list(known)
+    listing = "known " + what + ": " + ", ".join(sorted(known))
+    suggestion = suggest(option.rsplit(".", 1)[-1], known)
+    hint = f"{suggestion} ({listing})" if suggestion else listing
+    return Problem(option=option, value=short(value), severity="error",
+                   message=f"unknown {what[:-1] if what.endswith('s') else what} {option!r}",
+                   hint=hint)
+
+
+
+
+def type_problem(option: str, value: Any, expected: str, hint: str = "",
+                  code: str = "") -> Problem:
+    return Problem(option=option, value=short(value), severity="error",
+                   message=f"expected {expected}, got {type(value).__name__} {short(value)!r}",
+                   hint=hint, code=code)
+
+
+def check_str(option: str, value: str, problems: list[Problem]) -> bool:
+    if len(value) > MAX_VALUE_CHARS:
+        problems.append(Problem(
+            option=option, value=short(value), severity="error",
+            message=f"value is {len(value)} characters long; at most {MAX_VALUE_CHARS} allowed",
+            hint="shorten it (paths are limited to 4096 characters)"))
+        return False
+    if "\x00" in value:
+        problems.append(Problem(option=option, value=short(value), severity="error",
+                                message="value contains a NUL character",
+                                hint="remove the NUL character"))
+        return False
+    return True
+
+
+# -- profiling_options --------------------------------------------------------------------
+
+
+def parse_profiling_options(
+    value: Any, *, option: str = "profiling_options"
+) -> tuple[ProfilingOptions | None, list[Problem]]:
+    """Read profiling_options: a JSON object text (as the real stack takes) or a mapping.
+
+    Every value must be a string (options.md §3.2: JSON numbers break the collector's read,
+    policy §12). "" means unset. Unknown keys are problems with a did-you-mean.
+    """
+    problems: list[Problem] = []
+    if value is None:
+        return None, problems
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, [type_problem(option, value, "UTF-8 JSON text")]
+    if isinstance(value, str):
+        if value.strip() == "":
+            return None, problems
+        if len(value) > MAX_PROFILING_JSON_CHARS:
+            return None, [Problem(
+                option=option, value=short(value), severity="error",
+                message=f"the JSON text is {len(value)} characters; GE keeps only the first "
+                        f"{MAX_PROFILING_JSON_CHARS} and the cut text no longer parses",
+                hint="remove keys you do not need or shorten output",
+                code="E10001")]
+        try:
+            data = json.loads(value)
+        except (ValueError, RecursionError) as exc:
+            return None, [Problem(
+                option=option, value=short(value), severity="error",
+                message=f"not valid JSON: {exc}",
+                hint='write a JSON object, e.g. {"output": "/tmp/prof", "task_trace": "on"}',
+                code="E10001")]
+        if not isinstance(data, dict):
+            return None, [Problem(
+                option=option, value=short(value), severity="error",
+                message=f"must be a JSON object, got a JSON {type(data).__name__}",
+                hint='write a JSON object, e.g. {"task_trace": "on"}', code="E10001")]
+    elif isinstance(value, Mapping):
+        data = dict(value)
+    else:
+        return None, [type_problem(option, value, "a table (mapping) or a JSON object string")]
+    fields: dict[str, str] = {}
+    for key, item in data.items():
+        path = f"{option}.{key}"
+        if not isinstance(key, str) or key not in PROFILING_KEYS:
+            problems.append(unknown(path, item, PROFILING_KEYS, "profiling_options keys"))
+            continue
+        if isinstance(item, bool) or not isinstance(item, str):
+            hint = ""
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                hint = f'write it as a string: "{key}": "{item}" (the collector reads strings)'
+            elif isinstance(item, bool):
+                hint = f'write "{"on" if item else "off"}"'
+            problems.append(type_problem(path, item, "a string", hint,
+                                          code="Error: parsing failed"))
+            continue
+        if not check_str(path, item, problems):
+            continue
+        fields[key] = item
+    return ProfilingOptions(**fields), problems
+
+
+def convert(option: str, value: Any, kind: str, problems: list[Problem]) -> Any:
+    """Convert a Python/TOML value of ``kind``; append a problem and return None if wrong."""
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        problems.append(type_problem(option, value, "true or false"))
+        return None
+    if kind == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > 2**31:
+                problems.append(Problem(option=option, value=value, severity="error",
+                                        message="value is outside the int32 range",
+                                        hint="use a small integer"))
+                return None
+            return value
+        hint = f"write {value} without quotes" if isinstance(value, str) and \
+            digits(value.strip().lstrip("-")) else ""
+        problems.append(type_problem(option, value, "an integer", hint))
+        return None
+    if kind == "str":
+        if isinstance(value, str):
+            return value if check_str(option, value, problems) else None
+        hint = f'write it in quotes: "{value}"' if isinstance(value, (int, float)) else ""
+        problems.append(type_problem(option, value, "a string", hint))
+        return None
+    opts, sub = parse_profiling_options(value, option=option)
+    problems.extend(sub)
+    return opts

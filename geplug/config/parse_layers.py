@@ -1,0 +1,222 @@
+"""Readers of the lower layers' forms: a GE option map (``ge.exec.*`` keys, string values),
+ATC arguments and a torch_npu ``set_option`` dict (options.md §2, §2.4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from geplug.config.model import SessionConfig
+from geplug.config.options import (
+    ATC_IGNORED_FLAGS,
+    GE_KEY_TO_OPTION,
+    GE_LEVELS,
+    OPTIONS,
+    TORCH_KEY_TO_OPTION,
+)
+from geplug.config.parse_common import (
+    Parsed,
+    check_str,
+    parse_profiling_options,
+    type_problem,
+    unknown,
+)
+from geplug.config.problems import Problem
+from geplug.config.text import digits, short
+
+__all__ = ["GE_IGNORED", "parse_atc_args", "parse_ge_file", "parse_ge_options",
+           "parse_torch_options"]
+
+GE_IGNORED = frozenset({
+    "ge.exec.deviceId", "ge.exec.rankTableFile", "ge.exec.rankId", "ge.exec.podName",
+    "ge.exec.jobId", "ge.exec.hcclFlag", "ge.optionNameMap", "ge.exec.isUseHcom",
+    "ge.exec.isTailingOptimization", "ge.exec.variable_acc", "ge.exportCompileStat",
+    "ge.exec.allow_hf32", "ge.enableSmallChannel", "ge.exec.enable_small_channel",
+})
+
+
+# -- GE option map ------------------------------------------------------------------------
+
+
+def parse_ge_options(options: Any, *, level: str | None = None) -> Parsed:
+    """Read a GE option map: every value a string; bools "1"/"0"; ints decimal text.
+
+    ``level`` (``global``, ``session`` or ``graph``): the level the map is passed at; a key
+    that level does not accept is an error (GE only warns, policy §12). ``None``: any level.
+    """
+    problems: list[Problem] = []
+    if not isinstance(options, Mapping):
+        problems.append(type_problem("<ge options>", options, "a mapping of GE keys to strings"))
+        return SessionConfig(front_end="ge"), problems
+    if level is not None and level not in GE_LEVELS:
+        problems.append(Problem(option="<ge level>", value=short(level), severity="error",
+                                message=f"unknown GE option level {level!r}",
+                                hint="use one of " + ", ".join(GE_LEVELS)))
+        level = None
+    values: dict[str, Any] = {}
+    for key, raw in options.items():
+        name = GE_KEY_TO_OPTION.get(key) if isinstance(key, str) else None
+        if name is None:
+            if key in GE_IGNORED:
+                continue
+            problems.append(unknown(str(key), raw, GE_KEY_TO_OPTION, "GE option keys"))
+            continue
+        if level is not None and level not in OPTIONS[name].ge_levels:
+            problems.append(Problem(
+                option=key, value=short(raw), severity="error",
+                message=f"[Check][Options] unsupported option({key}) by {level} level: GE "
+                        f"accepts it at the {' and '.join(OPTIONS[name].ge_levels)} level only "
+                        "and would ignore it here",
+                hint=f"pass {key} in the {OPTIONS[name].ge_levels[0]} options instead"))
+            continue
+        if not isinstance(raw, str):
+            problems.append(type_problem(key, raw, "a string (GE takes every value as text)",
+                                          hint=f'write "{raw}"'))
+            continue
+        if name in values:
+            problems.append(Problem(option=key, value=raw, severity="warning",
+                                    message=f"{name} is given twice (GE key and plain name); "
+                                            "the last one is used"))
+        kind = OPTIONS[name].kind
+        if kind == "bool":
+            if raw not in ("1", "0"):
+                problems.append(Problem(option=key, value=raw, severity="error",
+                                        message="The value must be either 1 or 0.",
+                                        hint='use "1" or "0"', code="E10006"))
+                continue
+            values[name] = raw == "1"
+        elif kind == "int":
+            text = raw.strip()
+            if not (digits(text.lstrip("-")) and len(text) < 12):
+                problems.append(Problem(option=key, value=raw, severity="error",
+                                        message="expected an integer as decimal text",
+                                        hint='e.g. "0"', code="E10001"))
+                continue
+            values[name] = int(text)
+        elif kind == "profiling":
+            opts, sub = parse_profiling_options(raw, option=key)
+            problems.extend(sub)
+            if opts is not None:
+                values[name] = opts
+        elif raw != "" and check_str(key, raw, problems):
+            values[name] = raw
+    return SessionConfig(front_end="ge", **values), problems
+
+
+def parse_ge_file(path: Any, *, level: str | None = None) -> Parsed:
+    """Read a JSON file holding a GE option map; an unreadable file or bad JSON is a problem."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, RecursionError) as exc:
+        return SessionConfig(front_end="ge"), [Problem(
+            option=name, value=name, severity="error",
+            message=f"cannot read the GE option map: {exc}",
+            hint="give a JSON object of GE keys to string values")]
+    return parse_ge_options(data, level=level)
+
+
+# -- ATC ----------------------------------------------------------------------------------
+
+
+def parse_atc_args(args: Any) -> Parsed:
+    """Read ATC arguments: ``--flag=value`` or ``--flag value``; a leading ``atc`` is skipped.
+
+    Flags ATC has but geplug does not model (``--model``, ``--framework``...) are warnings.
+    """
+    problems: list[Problem] = []
+    if isinstance(args, str):
+        try:
+            args = shlex.split(args)
+        except ValueError as exc:
+            return SessionConfig(front_end="atc"), [Problem(
+                option="<atc>", value=short(args), severity="error",
+                message=f"cannot split the command line: {exc}", hint="close the quotes",
+                code="E10054")]
+    if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
+        return SessionConfig(front_end="atc"), [type_problem("<atc>", args,
+                                                              "a list of strings")]
+    args = list(args)
+    if args and os.path.basename(args[0]) == "atc":
+        args = args[1:]
+    flag_to_option = {s.atc_flag: s.name for s in OPTIONS.values() if s.atc_flag}
+    values: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not arg.startswith("--"):
+            problems.append(Problem(option="<atc>", value=short(arg), severity="error",
+                                    message=f"unexpected argument {arg!r}",
+                                    hint="ATC flags look like --name=value"))
+            continue
+        flag, eq, value = arg[2:].partition("=")
+        if not eq:
+            if i < len(args) and not args[i].startswith("--"):
+                value = args[i]
+                i += 1
+        if flag not in flag_to_option:
+            if flag in ATC_IGNORED_FLAGS:
+                problems.append(Problem(option=f"--{flag}", value=short(value),
+                                        severity="warning",
+                                        message="not a session option; left unchecked"))
+                continue
+            problems.append(unknown(f"--{flag}", value,
+                                     sorted(flag_to_option) + sorted(ATC_IGNORED_FLAGS),
+                                     "ATC flags"))
+            continue
+        name = flag_to_option[flag]
+        if value == "":
+            code, msg = ("E10054", f"The required parameter --{flag} for ATC is empty.") \
+                if name == "soc_version" else ("E10004", f"Value for --{flag} is empty.")
+            problems.append(Problem(option=f"--{flag}", value=value, severity="error",
+                                    message=msg, hint=f"give a value: --{flag}=...", code=code))
+            continue
+        if OPTIONS[name].kind == "int":
+            if not (digits(value.lstrip("-")) and len(value) < 12):
+                problems.append(Problem(
+                    option=f"--{flag}", value=short(value), severity="error",
+                    message=f"Value {value} for parameter --{flag} is invalid. Reason: The "
+                            "value type must be [int32].",
+                    hint="use an integer, e.g. --op_debug_level=0", code="E10003"))
+                continue
+            values[name] = int(value)
+        elif check_str(f"--{flag}", value, problems):
+            values[name] = value
+    return SessionConfig(front_end="atc", **values), problems
+
+
+# -- torch_npu ----------------------------------------------------------------------------
+
+
+def parse_torch_options(options: Any) -> Parsed:
+    """Read a ``torch_npu.npu.set_option`` dict (string values, ``ACL_*`` keys)."""
+    problems: list[Problem] = []
+    if not isinstance(options, Mapping):
+        return SessionConfig(front_end="torch"), [
+            Problem(option="<torch>", value=short(options), severity="error",
+                    message="npu option must be a dict.", hint="pass a dict of ACL_* keys")]
+    values: dict[str, Any] = {}
+    for key, raw in options.items():
+        name = TORCH_KEY_TO_OPTION.get(key) if isinstance(key, str) else None
+        if name is None:
+            problems.append(unknown(str(key), raw, TORCH_KEY_TO_OPTION, "torch_npu option keys"))
+            continue
+        if not isinstance(raw, str):
+            problems.append(type_problem(key, raw, "a string", hint=f'write "{raw}"'))
+            continue
+        if OPTIONS[name].kind == "int":
+            if raw not in ("0", "1", "2", "3", "4"):
+                problems.append(Problem(
+                    option=key, value=raw, severity="error",
+                    message=f"value of {key} should be in ['0', '1', '2', '3', '4'] but got "
+                            f"{short(raw)}", hint='use "0".."4"'))
+                continue
+            values[name] = int(raw)
+        elif check_str(key, raw, problems):
+            values[name] = raw
+    return SessionConfig(front_end="torch", **values), problems

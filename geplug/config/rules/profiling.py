@@ -1,0 +1,228 @@
+"""Rules of profiling_mode and profiling_options (options.md §3; R19-R25 of §11; policy §12).
+
+Product differences (aic_metrics groups, frequency maxima, instruction-profiling style,
+host_sys values, iteration trace) come from ``product.profiling``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from geplug.config.model import ProfilingOptions
+from geplug.config.rules.base import Ctx
+from geplug.config.text import digits
+
+__all__ = ["check_profiling"]
+
+SWITCHES = ("hccl", "aicpu", "l2", "msproftx", "runtime_api", "instr_profiling")
+LEVELS = {"task_trace": ("on", "off", "l0", "l1", "l2"), "task_time": ("on", "off", "l0", "l1"),
+          "ge_api": ("off", "l0", "l1")}
+FREQ_KEYS = ("sys_hardware_mem_freq", "sys_io_sampling_freq", "sys_interconnection_freq",
+             "dvpp_freq", "instr_profiling_freq", "host_sys_usage_freq")
+INSTR_EXCLUSIVE = ("training_trace", "task_trace", "hccl", "aicpu", "fp_point", "bp_point",
+                   "aic_metrics", "aiv_metrics", "l2", "task_time", "runtime_api")
+"""Keys instr_profiling_freq excludes (§3.3, R22; fp/bp included when non-empty, policy §12)."""
+FORBIDDEN_PATH_CHARS = "\n\f\r\b\t\v\x7f"
+STORAGE_RE = re.compile(r"^([0-9]{1,10})MB$")
+CUSTOM = "Custom:"
+
+
+def check_profiling(ctx: Ctx) -> None:
+    """Every profiling_options key on its own, then the rules between keys."""
+    opts = ctx.c.profiling_options
+    if opts is None:
+        return
+    if ctx.c.profiling_mode is not True:
+        ctx.warn("profiling_options", "...", "profiling_options has no effect while "
+                 "profiling_mode is not true", "set profiling_mode = true to collect")
+    for key, value in opts.items().items():
+        _key(ctx, key, f"profiling_options.{key}", value)
+    _cross(ctx, opts)
+
+
+def _key(ctx: Ctx, key: str, path: str, value: str) -> None:
+    prof = ctx.p.profiling
+    if key == "output":
+        _output_path(ctx, path, value)
+    elif key == "storage_limit":
+        _storage_limit(ctx, path, value)
+    elif key == "training_trace":
+        _training_trace(ctx, path, value)
+    elif key in LEVELS:
+        if value not in LEVELS[key]:
+            allowed = ", ".join(LEVELS[key])
+            ctx.err(path, value, f"The switch {key} should be set in range [{allowed}].",
+                    f"use one of {allowed}")
+    elif key in SWITCHES:
+        if value not in ("on", "off"):
+            ctx.err(path, value, f"The switch {key} should be set to on or off.",
+                    'use "on" or "off"')
+        elif key == "hccl" and value == "on":
+            ctx.warn(path, value, "hccl is deprecated and will be removed",
+                     "use task_time to collect communication data")
+        elif key == "instr_profiling" and value == "on" and prof.instr_profiling != "switch":
+            how = ("use instr_profiling_freq instead" if prof.instr_profiling == "frequency"
+                   else "remove it: instruction profiling is unsupported here")
+            ctx.err(path, value, "the instr_profiling switch is not supported on "
+                    f"{ctx.p.display_name}", how)
+    elif key in ("aic_metrics", "aiv_metrics"):
+        _aic_metrics(ctx, path, value)
+    elif key == "llc_profiling":
+        if value not in ("read", "write"):
+            ctx.err(path, value, "llc_profiling should be in range [read, write].",
+                    'use "read" or "write"')
+    elif key in FREQ_KEYS:
+        _frequency(ctx, key, path, value)
+    elif key in ("host_sys", "host_sys_usage"):
+        _host_list(ctx, key, path, value)
+
+
+def _training_trace(ctx: Ctx, path: str, value: str) -> None:
+    """R19 (only "on"), R21 (not in online inference)."""
+    if value != "" and value != "on":
+        ctx.err(path, value, 'training_trace may only be "on"; GE rejects every other '
+                "non-empty value", "omit training_trace to disable it", code="E10001")
+    elif value == "on" and ctx.run_mode == 0:
+        ctx.err(path, value, "training_trace is not supported in online inference "
+                "(graph_run_mode 0)", "remove training_trace (online inference supports "
+                "task_trace and aicpu)")
+    elif value == "on" and not ctx.p.profiling.training_trace:
+        ctx.err(path, value, f"{ctx.p.display_name} has no iteration trace (no training)",
+                "remove training_trace")
+
+
+def _output_path(ctx: Ctx, path: str, value: str) -> None:
+    bad = sorted({repr(ch) for ch in value if ch in FORBIDDEN_PATH_CHARS})
+    if bad:
+        ctx.err(path, value, f"Output path is invalid: it contains {', '.join(bad)}",
+                "remove \\n \\f \\r \\b \\t \\v and \\u007F from the path", code="EK0003")
+        return
+    if value == "":
+        return
+    full = os.path.abspath(ctx.path(value))
+    if len(full) > 1024:
+        ctx.err(path, value, "Argument --output is invalid because of exceeds the maximum "
+                "length of 1024.", "use a shorter output directory", code="EK0003")
+        return
+    if os.path.exists(full):
+        if not os.path.isdir(full):
+            ctx.err(path, value, f"Output path is invalid: {full!r} exists and is not a "
+                    "directory", "point output at a directory (it is created if missing)",
+                    code="EK0003")
+        elif not os.access(full, os.W_OK | os.X_OK):
+            ctx.err(path, value, f"Output path is invalid: {full!r} is not writable",
+                    "choose a directory you can write", code="EK0003")
+
+
+def _storage_limit(ctx: Ctx, path: str, value: str) -> None:
+    text = "storage-limit should be in range [200,4294967295], end with MB"
+    match = STORAGE_RE.fullmatch(value)
+    if not match:
+        why = ("length is less than 3" if len(value) < 3 else "not end with MB"
+               if not value.endswith("MB") else "invalid numbers")
+        ctx.err(path, value, f"{text} (storage_limit:{value}, {why})",
+                'write digits then "MB", e.g. "200MB"', code="EK0003")
+    elif not 200 <= int(match.group(1)) <= 4294967295:
+        ctx.err(path, value, f"{text} (storage_limit:{value}, valid range is 200~4294967295)",
+                "use a value between 200MB and 4294967295MB", code="EK0003")
+
+
+def _aic_metrics(ctx: Ctx, path: str, value: str) -> None:
+    """R24: a group of the product's list, or ``Custom:`` registers."""
+    prof = ctx.p.profiling
+    if value.startswith(CUSTOM):
+        _custom_metrics(ctx, path, value)
+    elif value != "" and value not in (*prof.aic_metrics, *prof.aic_metrics_aliases):
+        listing = "|".join([*prof.aic_metrics, "Custom:xx,xx"])
+        ctx.err(path, value, f"aic-metrics[{value}] is invalid, please set metrics in range "
+                f"[{listing}].", f"{ctx.p.display_name} supports: {', '.join(prof.aic_metrics)}")
+
+
+def _custom_metrics(ctx: Ctx, path: str, value: str) -> None:
+    prefix = "aic-metrics Custom"
+    if len(value) > 70:
+        ctx.err(path, value, "The Custom metric parameter length exceeds max length value of 70.",
+                "list at most 8 events")
+        return
+    events = [e.strip() for e in value[len(CUSTOM):].lower().split(",")]
+    if len(events) > 8:
+        ctx.err(path, value, f"Custom PMU events size({len(events)}) is bigger than 8",
+                "list at most 8 events")
+    seen: set[int] = set()
+    for event in events:
+        hexa = event.startswith("0x")
+        try:
+            if not (hexa or digits(event)):
+                raise ValueError(event)
+            number = int(event, 16) if hexa else int(event, 10)
+        except ValueError:
+            ctx.err(path, value, f"{prefix} event {event!r}: only hexadecimal or decimal "
+                    "parameters are allowed.", "write events as 0x1b or 27")
+            continue
+        if not 0x1 <= number <= 0x6E:
+            ctx.err(path, value, f"{prefix} event {event!r}: valid event range is [0x1, 0x6e].",
+                    "use events between 0x1 and 0x6e")
+        elif number in seen:
+            ctx.err(path, value, f"{prefix} event {event!r}: it is set twice.",
+                    "list each event once")
+        seen.add(number)
+
+
+def _frequency(ctx: Ctx, key: str, path: str, value: str) -> None:
+    """Ranges and per-product maxima (``profiling.frequencies``); R23, R25."""
+    if value in ("", "0"):
+        return
+    dashed = key.replace("_", "-")
+    if not digits(value):
+        ctx.err(path, value, f"{dashed} is invalid. It should be nonnegative integer.",
+                'write a number as a string, e.g. "50"', code="EK0003")
+        return
+    prof = ctx.p.profiling
+    if key == "instr_profiling_freq" and prof.instr_profiling != "frequency":
+        how = ("use the instr_profiling switch instead" if prof.instr_profiling == "switch"
+               else "remove it: instruction profiling is unsupported here")
+        ctx.err(path, value, f"instr_profiling_freq is not supported on {ctx.p.display_name}",
+                how)
+        return
+    rng = prof.frequencies.get(key)
+    if rng is None:
+        ctx.err(path, value, f"{key} is not supported on {ctx.p.display_name}", f"remove {key}")
+        return
+    number = int(value)
+    top = max([rng.max, *rng.item_max.values()])
+    if not rng.min <= number <= top:
+        ctx.err(path, value, f"{dashed} should be in range [{rng.min},{rng.max}].",
+                f"use a value between {rng.min} and {rng.max}", code="EK0003")
+    elif number > rng.max:
+        items = ", ".join(sorted(rng.item_max))
+        ctx.warn(path, value, f"only {items} sample up to {top}; every other item is capped "
+                 f"at {rng.max}", f"use at most {rng.max} to sample all items at this rate")
+
+
+def _host_list(ctx: Ctx, key: str, path: str, value: str) -> None:
+    allowed = ctx.p.profiling.host_sys if key == "host_sys" else ("cpu", "mem")
+    if value.strip() == "":
+        ctx.err(path, value, f"Config: {key} is empty.", f"list items from {', '.join(allowed)}")
+        return
+    for item in (v.strip() for v in value.split(",")):
+        if item not in allowed:
+            ctx.err(path, value, f"The value: {item} of {key} is not support. Please input in "
+                    f"the range of '{'|'.join(allowed)}'.", f"use items from {', '.join(allowed)}")
+
+
+def _cross(ctx: Ctx, opts: ProfilingOptions) -> None:
+    """R22 (instr_profiling_freq exclusions) and R20 (task_trace needs training_trace)."""
+    freq = opts.instr_profiling_freq
+    if freq not in (None, "", "0") and ctx.p.profiling.instr_profiling == "frequency":
+        clash = [k for k in INSTR_EXCLUSIVE if (getattr(opts, k) or "") not in ("", "off")]
+        if clash:
+            ctx.err("profiling_options.instr_profiling_freq", freq,
+                    "instr_profiling_freq cannot be combined with " + ", ".join(clash),
+                    "remove those keys, or remove instr_profiling_freq",
+                    code="[Ge opt] Profiling fails to start because instrProfilingFreq is set")
+    if (ctx.run_mode == 1 and ctx.c.profiling_mode is True and opts.is_on("task_trace")
+            and opts.training_trace != "on" and ctx.p.profiling.training_trace):
+        ctx.err("profiling_options.training_trace", opts.training_trace,
+                "in training profiling, task_trace on requires training_trace on",
+                'add "training_trace": "on"')

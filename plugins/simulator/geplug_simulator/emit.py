@@ -1,0 +1,263 @@
+"""The events of one simulated step (DESIGN.md "Data flow"): data dump events on dump steps,
+profiling events on the simulated device timeline, an exception dump at an injected fault.
+
+Profiling a tiny model must stay cheap, so the static part of every op's events is built once
+(:class:`OpPlan`: its tensors, duration and the fields of a validated ``TaskEvent`` with
+shapes, dtypes, formats, FLOPs and bytes) and rebuilt only when the op times are re-modelled; a step
+then only stamps those fields with the step's ``RunInfo`` and start time (:func:`stamp`).
+Nothing is built or emitted when neither profiling, dumping nor a fault asks for it.
+
+The device stream runs the tasks back to back: each task's duration already contains the
+product's ``launch_overhead_us`` (:mod:`geplug_simulator.cost`), so ``wait_us`` is 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from geplug.errors import AICoreError
+from geplug.events import (
+    ApiCall,
+    DumpEvent,
+    OpRecord,
+    RunInfo,
+    StepEvent,
+    TaskEvent,
+    TensorRecord,
+)
+from geplug_simulator.importer import TensorType
+from geplug_simulator.rewrite import TensorRef, to_device
+
+if TYPE_CHECKING:
+    from geplug.runtime.system import System
+    from geplug_simulator.compiled import CompiledModel
+
+__all__ = [
+    "FAULT_ENV",
+    "HOST_COPY_LATENCY_US",
+    "HOST_LINK_GBPS",
+    "OpPlan",
+    "StepEmitter",
+    "fault_node",
+    "format_of",
+    "stamp",
+    "task_fields",
+    "wants_tensors",
+]
+
+FAULT_ENV = "GEPLUG_SIM_FAULT_NODE"
+"""Environment variable naming a node at which a simulated AI Core error is raised."""
+HOST_LINK_GBPS = 25.0
+"""Modelled host<->device copy bandwidth (PCIe 4.0 x16 order of magnitude; the product
+declarations carry no host-link figure yet)."""
+HOST_COPY_LATENCY_US = 1.0
+"""Fixed cost of one modelled aclrtMemcpy call, on top of bytes / HOST_LINK_GBPS."""
+
+_NCHW_OPS = frozenset({"Conv2D", "Pooling", "LRN", "BatchNorm", "Conv2DTranspose"})
+_STATIC_TASK_FIELDS = tuple(
+    a.name for a in attrs.fields(TaskEvent) if a.name not in ("run", "start_us")
+)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def wants_tensors(system: System, step: int) -> bool:
+    """Whether the dump writers need this step's tensors (``geplug.dump.policy``)."""
+    try:
+        from geplug.dump.policy import wants_tensors as policy
+    except ImportError:  # geplug installed without its dump package
+        return False
+    return bool(policy(system.config, step))
+
+
+def format_of(op_type: str, rank: int) -> str:
+    """The device format a 4-D tensor of an image op is reported in (else ``ND``)."""
+    return "NCHW" if rank == 4 and op_type in _NCHW_OPS else "ND"
+
+
+def task_fields(template: TaskEvent) -> tuple[tuple[str, Any], ...]:
+    """The ``(field, value)`` pairs :func:`stamp` copies from ``template``."""
+    return tuple((name, getattr(template, name)) for name in _STATIC_TASK_FIELDS)
+
+
+def stamp(fields: Sequence[tuple[str, Any]], run: RunInfo, start_us: float) -> TaskEvent:
+    """The ``TaskEvent`` with ``fields`` (from :func:`task_fields`) at ``run``, ``start_us``.
+
+    Equal to ``attrs.evolve(template, run=run, start_us=start_us)`` but without running the
+    record's converters again: every field of the template was converted and checked when it
+    was constructed, and ``run`` / ``start_us`` come from the simulator itself.
+    """
+    event = _new(TaskEvent)
+    for name, value in fields:
+        _set(event, name, value)
+    _set(event, "run", run)
+    _set(event, "start_us", start_us)
+    return event
+
+
+@attrs.frozen
+class OpPlan:
+    """The static facts of one op's events (see the module docstring)."""
+
+    record: OpRecord
+    inputs: tuple[TensorRef, ...]
+    outputs: tuple[TensorRef, ...]
+    duration_us: float
+    task: tuple[tuple[str, Any], ...] = ()
+    """The static fields of its ``TaskEvent`` (empty until profiling asks for them)."""
+
+
+def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
+    t = types.get(name)
+    return tuple(int(d or 1) for d in ((t.shape or ()) if t else ()))
+
+
+def _copy_us(array: Any) -> float:
+    return HOST_COPY_LATENCY_US + getattr(array, "nbytes", 0) / (HOST_LINK_GBPS * 1e9) * 1e6
+
+
+class StepEmitter:
+    """Emits the events of ``compiled``'s steps; keeps the simulated device clock."""
+
+    def __init__(self, compiled: CompiledModel) -> None:
+        self.compiled = compiled
+        self.clock_us = 0.0
+        self._plans: list[OpPlan] | None = None
+        self._with_tasks = False
+
+    def invalidate(self) -> None:
+        """Forget the plans (the op times or shapes were re-modelled)."""
+        self._plans = None
+
+    def plans(self, with_tasks: bool) -> list[OpPlan]:
+        """The per-op plans, with profiling templates when ``with_tasks``."""
+        if self._plans is not None and (self._with_tasks or not with_tasks):
+            return self._plans
+        c = self.compiled
+        rw, types = c.rewritten, c.types
+        placeholder = RunInfo(system=c.system, model_name=c.name, model_id=c.model_id, step=-1,
+                              device_id=c.system.device_id)
+        plans: list[OpPlan] = []
+        for op in c.ops:
+            refs_in = tuple(rw.op_inputs.get(op.name, ()))
+            refs_out = tuple(rw.op_outputs.get(op.name, ()))
+            cost = c.costs[op.name]
+            task: tuple[tuple[str, Any], ...] = ()
+            if with_tasks:
+                in_shapes = [_shape(types, r.source) for r in refs_in]
+                out_shapes = [_shape(types, r.source) for r in refs_out]
+                task = task_fields(TaskEvent(
+                    run=placeholder, op=op, start_us=0.0, duration_us=cost.duration_us,
+                    wait_us=0.0, flops=cost.flops, bytes_moved=cost.bytes_moved,
+                    input_shapes=in_shapes, input_dtypes=[r.dtype for r in refs_in],
+                    input_formats=[format_of(op.op_type, len(s)) for s in in_shapes],
+                    output_shapes=out_shapes, output_dtypes=[r.dtype for r in refs_out],
+                    output_formats=[format_of(op.op_type, len(s)) for s in out_shapes],
+                    cube_fraction=cost.cube_fraction,
+                ))
+            plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task))
+        self._plans, self._with_tasks = plans, with_tasks
+        return plans
+
+    def emit(self, step: int, feeds: Mapping[str, Any], values: Mapping[str, np.ndarray], *,
+             dump: bool, fault: str | None) -> None:
+        """The events of one step (nothing when no one asks for them)."""
+        c = self.compiled
+        system = c.system
+        prof = system.profiling_enabled
+        if not (dump or prof or fault):
+            return
+        run = RunInfo(system=system, model_name=c.name, model_id=c.model_id, step=step,
+                      device_id=system.device_id)
+        t = max(time.time() * 1e6, self.clock_us)
+        emit_profile = system.emit_profile
+        if prof:
+            emit_profile(StepEvent(run=run, phase="begin", time_us=t))
+            t = self._copies(run, t, "H2D", feeds)
+        for plan in self.plans(prof):
+            op = plan.record
+            if dump or op.name == fault:
+                ins = self._tensors(plan.inputs, values, feeds)
+                outs = self._tensors(plan.outputs, values, feeds)
+                if dump:
+                    system.emit_dump(DumpEvent(kind="data", run=run, op=op, inputs=ins,
+                                               outputs=outs, timestamp_us=int(t)))
+                if op.name == fault:
+                    self._raise_fault(run, op, ins, outs, int(t))
+            if plan.task:
+                emit_profile(stamp(plan.task, run, t))
+            t += plan.duration_us
+        if prof:
+            t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs})
+            emit_profile(StepEvent(run=run, phase="end", time_us=t))
+        self.clock_us = t
+
+    def _copies(self, run: RunInfo, t: float, direction: str,
+                arrays: Mapping[str, Any]) -> float:
+        for name, array in arrays.items():
+            duration = _copy_us(array)
+            self.compiled.system.emit_profile(ApiCall(
+                run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
+                duration_us=duration))
+            t += duration
+        return t
+
+    def _tensors(self, refs: Sequence[TensorRef], values: Mapping[str, np.ndarray],
+                 feeds: Mapping[str, Any]) -> list[TensorRecord]:
+        out: list[TensorRecord] = []
+        for ref in refs:
+            array = values.get(ref.name)
+            if array is None:
+                array = feeds.get(ref.name)
+            if array is None:
+                array = self.compiled.rewritten.constant(ref.name)
+            if array is None:
+                continue
+            dtype = ref.dtype or str(array.dtype)
+            if dtype in ("float16", "bfloat16", "float32") and array.dtype.kind == "f":
+                array = to_device(np.asarray(array), dtype)
+            out.append(TensorRecord(name=ref.source, array=np.asarray(array), dtype=dtype))
+        return out
+
+    def _raise_fault(self, run: RunInfo, op: OpRecord, ins: list[TensorRecord],
+                     outs: list[TensorRecord], ts: int) -> None:
+        cost = self.compiled.costs[op.name]
+        workspace = hashlib.sha256(f"{op.name}:{op.task_id}".encode()).digest() * 32
+        tiling = struct.pack("<4I", cost.block_dim, len(ins), len(outs), op.task_id)
+        message = (
+            f"simulated AI Core error at node {op.name!r} (op type {op.op_type}, task_id "
+            f"{op.task_id}, stream_id {op.stream_id}); injected with inject_fault() or "
+            f"{FAULT_ENV}"
+        )
+        results = self.compiled.system.emit_dump(DumpEvent(
+            kind="exception", run=run, op=op, inputs=ins, outputs=outs, timestamp_us=ts,
+            workspace=workspace, tiling=tiling, message=message,
+        ))
+        paths: list[str] = []
+        for r in results:
+            if isinstance(r, (list, tuple)):
+                paths.extend(str(p) for p in r)
+            elif r:
+                paths.append(str(r))
+        where = ("; exception dump: " + ", ".join(paths)) if paths else (
+            "; no exception dump was written (enable_exception_dump is 0)"
+        )
+        raise AICoreError(
+            f"AI Core error at node {op.name!r} (op type {op.op_type}){where}",
+            node=op.name, op_type=op.op_type, dump_files=paths,
+        )
+
+
+def fault_node(explicit: str | None, known: Mapping[str, Any]) -> str | None:
+    """The node a fault is injected at: ``explicit``, else ``$GEPLUG_SIM_FAULT_NODE`` when it
+    names a node of the model."""
+    fault = explicit or os.environ.get(FAULT_ENV) or None
+    return fault if fault is not None and fault in known else None
