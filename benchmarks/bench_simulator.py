@@ -3,7 +3,10 @@
 - simulated run vs plain onnxruntime (same threads) on one MLP: float32 path (target <= 1.15x)
   and float16-emulated path, allow_fp32_to_fp16 (target <= 1.7x);
 - simulated run vs ``onnx.reference.ReferenceEvaluator`` on the demo CNN (target >= 50x);
-- compile time of a 1,000-node model (target < 2 s).
+- compile time of a 1,000-node model (target < 2 s);
+- profiling event emission on the tiny demo MLP (batch 1, a ~20 us step): a step with
+  profiling on and no collector installed vs the same step with profiling off (no target:
+  the cost of building and handing over one TaskEvent per op, reported as a ratio).
 
 Run: ``python benchmarks/bench_simulator.py``; prints the numbers and exits 0.
 """
@@ -60,7 +63,44 @@ def chain(n: int = 1000) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _events_step(profile: bool, steps: int = 2000) -> float:
+    """Seconds per demo-MLP step with profiling events on (no collector) or off."""
+    import json
+    import tempfile
+
+    from geplug_simulator import DEFAULT_PRODUCT
+    from geplug_simulator.demo import build_mlp
+
+    import geplug
+    from geplug.plugin import PluginManager
+
+    manager = PluginManager().load(builtins=False)  # no dump writers, no collectors
+    with tempfile.TemporaryDirectory() as out:
+        cfg: dict[str, object] = {}
+        if profile:
+            cfg = {"profiling_mode": True,
+                   "profiling_options": json.dumps({"output": out, "task_time": "l0"})}
+        with geplug.initialize_system(DEFAULT_PRODUCT, cfg, manager=manager) as system:
+            compiled = system.compile(build_mlp())
+            x = {"x": np.ones((1, 64), np.float32)}
+            return best_of(lambda: [compiled.run(x) for _ in range(steps // 20)],
+                           repeat=20) / (steps // 20)
+
+
+def bench_events() -> None:
+    """Profiling event emission overhead (interleaved, best of 5)."""
+    off, on = [], []
+    for _ in range(5):
+        off.append(_events_step(False))
+        on.append(_events_step(True))
+    t_off, t_on = min(off), min(on)
+    print(f"profiling events, demo MLP batch 1 (5 ops): off {t_off * 1e6:.1f} us/step, "
+          f"events on (no collector) {t_on * 1e6:.1f} us/step -> {t_on / t_off:.2f}x "
+          f"({(t_on - t_off) / 5 * 1e6:.1f} us per op incl. step/copy events)")
+
+
 def main() -> int:
+    from geplug_simulator import DEFAULT_PRODUCT
     from geplug_simulator.demo import build_cnn
     from geplug_simulator.runtime import default_threads
 
@@ -76,7 +116,7 @@ def main() -> int:
     t_plain = best_of(lambda: plain.run(None, x))
     print(f"threads={threads}; plain onnxruntime MLP 64x512x4: {t_plain * 1e3:.3f} ms")
     for mode, target in (("must_keep_origin_dtype", 1.15), ("allow_fp32_to_fp16", 1.7)):
-        with geplug.initialize_system(product="atlas_a2",
+        with geplug.initialize_system(product=DEFAULT_PRODUCT,
                                       config={"precision_mode": mode}) as system:
             compiled = system.compile(model)
             t_sim = best_of(partial(compiled.run, x))
@@ -89,7 +129,7 @@ def main() -> int:
 
     ref = ReferenceEvaluator(cnn)
     t_ref = best_of(lambda: ref.run(None, img), repeat=3)
-    with geplug.initialize_system(product="atlas_a2") as system:
+    with geplug.initialize_system(product=DEFAULT_PRODUCT) as system:
         compiled = system.compile(cnn)
         t_sim = best_of(lambda: compiled.run(img))
     speedup = t_ref / t_sim
@@ -97,7 +137,7 @@ def main() -> int:
           f"{t_sim * 1e3:.2f} ms -> {speedup:.0f}x faster (target >= 50x) "
           f"{'OK' if speedup >= 50 else 'MISSED'}")
     big = chain(1000)
-    with geplug.initialize_system(product="atlas_a2",
+    with geplug.initialize_system(product=DEFAULT_PRODUCT,
                                   config={"precision_mode_v2": "fp16"}) as system:
         t0 = time.perf_counter()
         system.compile(big)
@@ -105,6 +145,7 @@ def main() -> int:
     print(f"compile of a 1,000-node model (every op float16-rewritten): "
           f"{t_compile:.2f} s (target < 2 s) "
           f"{'OK' if t_compile < 2 else 'MISSED'}")
+    bench_events()
     return 0
 
 

@@ -15,7 +15,10 @@ from geplug.hookspecs import PLUGIN_API, hookimpl
 
 if TYPE_CHECKING:  # the static view of the lazy names below
     from geplug import mstx
-    from geplug.config import check, export, load_config, resolve
+    from geplug.config import load_config
+    from geplug.config.check import check
+    from geplug.config.export import export
+    from geplug.config.resolve import resolve
     from geplug.config.model import SessionConfig
     from geplug.errors import ConfigError, GeplugError
     from geplug.plugin import get_product, installed_products, plugin_report

@@ -9,6 +9,16 @@ from typing import Any
 __all__ = ["add_parser"]
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of ops >= 1, got {text!r}")
+    return value
+
+
 def add_parser(subparsers: Any) -> None:
     """Add the ``profile`` command and its sub-commands."""
     parser = subparsers.add_parser(
@@ -20,13 +30,15 @@ def add_parser(subparsers: Any) -> None:
     summary.add_argument("dir", metavar="DIR",
                          help="a PROF_* directory or the output containing it")
     summary.add_argument("--format", choices=("text", "json"), default="text")
-    summary.add_argument("--top", type=int, default=10, help="how many ops to list (10)")
+    summary.add_argument("--top", type=_positive, default=10,
+                         help="how many ops to list (10)")
     summary.set_defaults(func=_summary)
     plot = sub.add_parser("plot", help="timeline and top-ops chart as a PNG (needs matplotlib)")
     plot.add_argument("dir", metavar="DIR",
                       help="a PROF_* directory or the output containing it")
     plot.add_argument("--out", required=True, metavar="FILE.png", help="the image to write")
-    plot.add_argument("--top", type=int, default=15)
+    plot.add_argument("--top", type=_positive, default=15,
+                      help="how many ops the top-ops chart shows (15)")
     plot.set_defaults(func=_plot)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 

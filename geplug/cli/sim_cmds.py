@@ -214,6 +214,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             os.chdir(cwd)
 
 
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="path of an .onnx file")
+    p.add_argument("--product", default=None, help="product name or SoC version "
+                   "(default: the config's soc_version, else the only installed product)")
+    p.add_argument("--config", default=None, help="session configuration (TOML)")
+
+
 def add_parser(subparsers: Any) -> None:
     """Add ``compile``, ``run`` and ``demo``."""
     p = subparsers.add_parser(
@@ -221,10 +228,7 @@ def add_parser(subparsers: Any) -> None:
         description="Compile an ONNX model for a simulated product and print the per-op "
                     "decisions (dtype, AI Core/AI CPU, implementation mode, reason).",
     )
-    p.add_argument("model", help="path of an .onnx file")
-    p.add_argument("--product", default=None, help="product name or SoC version "
-                   "(default: the config's soc_version, else the only installed product)")
-    p.add_argument("--config", default=None, help="session configuration (TOML)")
+    _model_args(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_cmd_compile)
 
@@ -233,10 +237,7 @@ def add_parser(subparsers: Any) -> None:
         description="Compile and run an ONNX model; dumps, profiling and kernel_meta follow "
                     "the configuration, as on hardware.",
     )
-    p.add_argument("model", help="path of an .onnx file")
-    p.add_argument("--product", default=None, help="product name or SoC version "
-                   "(default: the config's soc_version, else the only installed product)")
-    p.add_argument("--config", default=None, help="session configuration (TOML)")
+    _model_args(p)
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="an input array (repeat per input); default: seeded random inputs")
     p.add_argument("--steps", type=int, default=1, help="steps (iterations) to run")

@@ -2,7 +2,8 @@
 
 Public API: :class:`SessionConfig` (named constructors ``from_mapping``, ``from_toml``,
 ``from_tf_parameter_map``, ``from_ge_options``, ``from_atc_args``, ``from_torch_options``),
-:func:`load_config`, :func:`check`, :func:`resolve`, :func:`export`, :class:`Problem`,
+:func:`load_config`, :func:`check`, :func:`resolve`, :func:`export` (:func:`export_report`
+with the options left out), :class:`Problem`,
 :class:`ResolvedConfig`. Facts: ``shared/reference/options.md``.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from geplug.config.check import check
-from geplug.config.export import export, read_export
+from geplug.config.export import Export, export, export_report, read_export
 from geplug.config.model import PROFILING_KEYS, ProfilingOptions, SessionConfig
 from geplug.config.problems import Problem
 from geplug.config.resolve import resolve
@@ -19,6 +20,7 @@ from geplug.config.resolved import ResolvedConfig, Source
 
 __all__ = [
     "PROFILING_KEYS",
+    "Export",
     "Problem",
     "ProfilingOptions",
     "ResolvedConfig",
@@ -26,6 +28,7 @@ __all__ = [
     "Source",
     "check",
     "export",
+    "export_report",
     "load_config",
     "read_export",
     "resolve",

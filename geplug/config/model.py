@@ -151,11 +151,15 @@ class SessionConfig:
         return parse.ensure(parse.parse_tf_parameter_map(parameter_map), "TF parameter_map")
 
     @classmethod
-    def from_ge_options(cls, options: Any) -> SessionConfig:
-        """Read a GE option map (``ge.exec.*`` keys or plain names, every value a string)."""
+    def from_ge_options(cls, options: Any, *, level: str | None = None) -> SessionConfig:
+        """Read a GE option map (``ge.exec.*`` keys or plain names, every value a string).
+
+        ``level`` (``global``, ``session``, ``graph``): the GE level the map is passed at; an
+        option GE accepts only at another level is an error (options.md §2.2, policy §12).
+        """
         from geplug.config import parse
 
-        return parse.ensure(parse.parse_ge_options(options), "GE option map")
+        return parse.ensure(parse.parse_ge_options(options, level=level), "GE option map")
 
     @classmethod
     def from_atc_args(cls, args: Any) -> SessionConfig:

@@ -1,9 +1,10 @@
 """Readable text for a product declaration (``geplug describe PRODUCT``), grouped by section.
 
 Keys are printed with their ``capabilities.toml`` names so the output doubles as a pointer into
-the file (``docs/capabilities.md`` explains each). Where other installed products declare
-something this one lacks (an aic_metrics group, a kernel_meta file kind), the difference is
-spelled out, computed from the data, so "no MemoryAccess" and "no .cce files" are visible.
+the file (``docs/capabilities.md`` explains each). What a product lacks is spelled out too -
+the aic_metrics groups and kernel_meta file kinds of :mod:`geplug.products.domains` (plus any
+other installed product declares) that it does not have - so "no MemoryAccess" and "no .cce
+files" are visible whichever products are installed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from geplug.products.domains import AIC_METRICS_GROUPS, KERNEL_META_SUFFIXES
 from geplug.products.schema import FrequencyRange, OpSupport, Product
 
 __all__ = ["DTYPE_SHORT", "describe_product"]
@@ -108,20 +110,28 @@ def _record_lines(section: str, record: Any) -> list[str]:
 
 
 def _missing_metrics(product: Product, others: list[Product]) -> list[str]:
-    elsewhere = sorted({m for o in others for m in o.profiling.aic_metrics}
-                       - set(product.profiling.aic_metrics))
-    if not elsewhere:
+    known = _union(AIC_METRICS_GROUPS, (m for o in others for m in o.profiling.aic_metrics))
+    missing = [m for m in known if m not in product.profiling.aic_metrics]
+    if not missing:
         return []
-    return _kv("not in aic_metrics", ", ".join(elsewhere) + " (declared by other products)")
+    return _kv("not in aic_metrics", ", ".join(missing))
 
 
 def _missing_files(product: Product, others: list[Product]) -> list[str]:
     mine = {s for files in product.debug.kernel_meta.values() for s in files}
-    elsewhere = sorted({s for o in others for files in o.debug.kernel_meta.values()
-                        for s in files} - mine)
-    if not elsewhere:
+    known = _union(KERNEL_META_SUFFIXES, (s for o in others
+                                          for files in o.debug.kernel_meta.values()
+                                          for s in files))
+    missing = [s for s in known if s not in mine]
+    if not missing:
         return []
-    return _kv("kernel_meta never has", ", ".join(elsewhere) + " (at any op_debug_level)")
+    return _kv("kernel_meta never has", ", ".join(missing) + " (at any op_debug_level)")
+
+
+def _union(first: Iterable[str], more: Iterable[str]) -> list[str]:
+    """``first`` in its order, then the values of ``more`` it lacks, sorted."""
+    ordered = list(first)
+    return ordered + sorted(set(more) - set(ordered))
 
 
 def _ops_table(product: Product) -> list[str]:

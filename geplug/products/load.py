@@ -19,6 +19,7 @@ import attrs
 
 from geplug.errors import CapabilityError
 from geplug.products import schema
+from geplug.products.domains import DEBUG_LEVELS
 from geplug.products.schema import SCHEMA_VERSION, OpSupport, Product
 
 if sys.version_info >= (3, 11):
@@ -35,8 +36,6 @@ __all__ = [
     "read_declaration",
 ]
 
-DEBUG_LEVELS = ("0", "1", "2", "3", "4")
-"""op_debug_level values (options.md §7.1); keys of ``[debug.kernel_meta]``."""
 
 _SECTIONS: dict[str, type] = {
     "runtime": schema.RuntimeCaps,

@@ -156,6 +156,9 @@ class ProfilingCaps:
     instr_profiling: str = attrs.field(
         validator=attrs.validators.in_(("switch", "frequency", "unsupported"))
     )
+    instr_profiling_exclusions: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    """profiling_options keys ``instr_profiling_freq`` cannot be combined with (style
+    ``frequency`` only; options.md §3.3, R22)."""
     frequencies: Mapping[str, FrequencyRange] = attrs.field(converter=_frozen_map)
     """Option name (sys_hardware_mem_freq, ...) -> range. Absent = unsupported here."""
     sys_io_targets: tuple[str, ...] = attrs.field(converter=_tuple, default=())

@@ -11,9 +11,7 @@ timeline advances, so memory stays bounded.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from typing import Any
 
 from geplug.profiling.rawlog import RawLog
 
@@ -117,12 +115,3 @@ def sample_values(kind: str, targets: tuple[str, ...], period_us: float,
         return [0.0]
     return [min(100.0, 100.0 * busy / period_us)]
 
-
-def describe(sampler: WindowSampler) -> dict[str, Any]:
-    """A short JSON-able description (for the collection notice)."""
-    return {"option": sampler.option, "freq_hz": sampler.freq, "samples": sampler.samples}
-
-
-def dumps(obj: Any) -> str:
-    """JSON helper kept local to avoid importing json in the hot path elsewhere."""
-    return json.dumps(obj)

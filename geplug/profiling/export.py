@@ -9,9 +9,8 @@ device part of the timeline together, while op_statistic is aggregated per (OP T
 from __future__ import annotations
 
 import csv
-import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +18,7 @@ from geplug.profiling import aicpu, l2, step_trace
 from geplug.profiling import api_collector as api_mod
 from geplug.profiling import hccl as hccl_mod
 from geplug.profiling import markers as markers_mod
-from geplug.profiling.device_samplers import sample_columns, sample_values
-from geplug.profiling.host_sampler import ITEMS as HOST_ITEMS
+from geplug.profiling.export_samples import CsvFile, host_files, sampler_files
 from geplug.profiling.layout import (
     ANALYZE,
     OUTPUT_DIR,
@@ -58,18 +56,6 @@ NA = "N/A"
 def op_summary_header(pmu: list[str]) -> list[str]:
     """op_summary columns: the base list (Model Name / Infer ID omitted) then the PMU block."""
     return [*_SUMMARY_BASE, *pmu]
-
-
-class _Csv:
-    """An atomic CSV file opened inside an ExitStack."""
-
-    def __init__(self, stack: ExitStack, path: str, header: list[str],
-                 written: list[str]) -> None:
-        self.handle = stack.enter_context(AtomicFile(path, newline=""))
-        self.writer = csv.writer(self.handle, lineterminator="\n")
-        self.writer.writerow(header)
-        self.writerow = self.writer.writerow
-        written.append(path)
 
 
 def _static_cols(op: OpSig, level: str) -> list[str]:
@@ -160,12 +146,12 @@ def export(session: ProfilingSession) -> list[str]:
         written.append(path("msprof", "json"))
         summary = task_time = aicpu_csv = l2_csv = None
         if level != "off":
-            summary = _Csv(stack, path("op_summary"), op_summary_header(pmu_cols), written)
-            task_time = _Csv(stack, path("task_time"), TASK_TIME_HEADER, written)
+            summary = CsvFile(stack, path("op_summary"), op_summary_header(pmu_cols), written)
+            task_time = CsvFile(stack, path("task_time"), TASK_TIME_HEADER, written)
         if eff.aicpu:
-            aicpu_csv = _Csv(stack, path("aicpu"), aicpu.HEADER, written)
+            aicpu_csv = CsvFile(stack, path("aicpu"), aicpu.HEADER, written)
         if eff.l2:
-            l2_csv = _Csv(stack, path("l2_cache"), l2.header(product.profiling.l2), written)
+            l2_csv = CsvFile(stack, path("l2_cache"), l2.header(product.profiling.l2), written)
         maker = _RowMaker(dev, level, pmu)
         if session.record_tasks:
             sigs = session.tasks.load_sigs()
@@ -204,17 +190,8 @@ def export(session: ProfilingSession) -> list[str]:
         if session.markers is not None:
             for m in session.markers.markers():
                 timeline.marker(m)
-        for kind, sampler in session.samplers:
-            targets = _targets(session, kind)
-            cols = sample_columns(kind, targets, eff.llc_profiling)
-            csv_file = _Csv(stack, path(_sampler_stem(kind)), ["Device_id", "Timestamp(us)",
-                                                               *cols], written)
-            for start, compute, comm, busy in sampler.windows():
-                values = sample_values(kind, targets, sampler.period, compute, comm, busy)
-                csv_file.writerow([dev, fmt(start), *(fmt(v) for v in values)])
-                timeline.counter(_sampler_stem(kind).upper(), start,
-                                 dict(zip(cols, values, strict=True)))
-        _host_files(session, stack, path, timeline, written)
+        sampler_files(session, stack, path, timeline, written)
+        host_files(session, stack, path, timeline, written)
         timeline.close()
     if stats:
         total = sum(s[1] for s in stats.values()) or 1.0
@@ -260,20 +237,6 @@ def _write_json(path: str, data: Any, written: list[str]) -> None:
     written.append(path)
 
 
-def _targets(session: ProfilingSession, kind: str) -> tuple[str, ...]:
-    caps = session.product.profiling
-    if kind == "io":
-        return caps.sys_io_targets
-    if kind == "interconnect":
-        return caps.interconnect_targets
-    return ()
-
-
-def _sampler_stem(kind: str) -> str:
-    return {"memory": "hbm_llc", "io": "sys_io", "interconnect": "interconnect",
-            "dvpp": "dvpp", "instr": "instr_profiling"}[kind]
-
-
 def _link(session: ProfilingSession) -> str:
     targets = [t.upper() for t in session.product.profiling.interconnect_targets]
     return "HCCS" if "HCCS" in targets else "PCIE"
@@ -284,22 +247,3 @@ def _rank(session: ProfilingSession) -> tuple[int, int]:
     rank = getattr(info, "rank_id", 0) or 0
     size = getattr(info, "rank_size", 1) or 1
     return int(rank), int(size)
-
-
-def _host_files(session: ProfilingSession, stack: ExitStack, path: Callable[[str], str],
-                timeline: TimelineWriter, written: list[str]) -> None:
-    items = session.host.items
-    if not items:
-        return
-    writers = {}
-    for item in items:
-        stem, cols, _keys = HOST_ITEMS[item]
-        writers[item] = _Csv(stack, path(stem), cols, written)
-    for line in session.host.log.lines():
-        s = json.loads(line)
-        for item, w in writers.items():
-            stem, cols, keys = HOST_ITEMS[item]
-            if keys[0] not in s:
-                continue
-            w.writerow([f"{s['ts']:.3f}", *(f"{s[k]:.3f}" for k in keys)])
-            timeline.counter(stem, s["ts"], {c: s[k] for c, k in zip(cols[1:], keys, strict=False)})

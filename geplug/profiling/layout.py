@@ -9,7 +9,6 @@ import re
 import secrets
 import string
 import time
-from collections.abc import Iterator
 from typing import IO, Any
 
 __all__ = [
@@ -148,10 +147,3 @@ def write_text(path: str, text: str) -> None:
     """Write ``text`` to ``path`` (complete or absent)."""
     with AtomicFile(path) as fh:
         fh.write(text)
-
-
-@contextlib.contextmanager
-def atomic_text(path: str, *, newline: str | None = None) -> Iterator[IO[str]]:
-    """Context manager form of :class:`AtomicFile`."""
-    with AtomicFile(path, newline=newline) as handle:
-        yield handle

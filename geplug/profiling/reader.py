@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from geplug.errors import ProfilingError
@@ -21,8 +22,9 @@ def find_prof_dirs(path: str) -> list[str]:
     """``path`` itself when it is a ``PROF_*`` directory, else the ones directly inside it."""
     path = os.path.abspath(path)
     if not os.path.isdir(path):
+        what = "is not a directory" if os.path.exists(path) else "does not exist"
         raise ProfilingError(
-            f"profiling directory {path!r} does not exist; pass a PROF_* directory or the "
+            f"profiling directory {path!r} {what}; pass a PROF_* directory or the "
             "profiling output directory that contains one", path=path,
         )
     if PATTERNS["prof_dir"].match(os.path.basename(path)):
@@ -52,11 +54,30 @@ def output_file(prof_dir: str, stem: str, ext: str = "csv") -> str | None:
     return None
 
 
+_SUMMARY_NEEDS = ("Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)")
+"""The op_summary columns the summary and the plot read (formats.md §6.4)."""
+
+
 def _float(value: str) -> float | None:
     try:
         return float(value.strip())
     except ValueError:
         return None
+
+
+def _read_rows(path: str | None, convert: Callable[[dict[str, str]], dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """Every row of an optional summary CSV, converted; a malformed file is a clear error."""
+    if path is None:
+        return []
+    with open(path, encoding="utf-8", newline="", errors="replace") as fh:
+        try:
+            return [convert(row) for row in csv.DictReader(fh)]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ProfilingError(
+                f"{path!r} is not a readable msprof summary ({type(exc).__name__}: {exc}); "
+                "pass a PROF_* directory written by geplug or msprof", path=path,
+            ) from None
 
 
 def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
@@ -66,8 +87,13 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
         if PATTERNS["device_dir"].match(dev):
             for name in os.listdir(os.path.join(prof_dir, dev)):
                 if PATTERNS["device_info"].match(name):
-                    with open(os.path.join(prof_dir, dev, name), encoding="utf-8") as fh:
-                        info = json.load(fh)
+                    try:
+                        with open(os.path.join(prof_dir, dev, name), encoding="utf-8") as fh:
+                            info = json.load(fh)
+                    except (OSError, ValueError):
+                        info = {}  # the product name is only shown; the summary still works
+                    if not isinstance(info, dict):
+                        info = {}
     result: dict[str, Any] = {"dir": prof_dir, "product": info.get("product", ""),
                               "tasks": 0, "total_time_us": 0.0, "top_ops": [], "op_types": [],
                               "steps": []}
@@ -79,8 +105,16 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
             path=prof_dir,
         )
     ops: dict[str, list[Any]] = {}
-    with open(summary, encoding="utf-8", newline="") as fh:
-        for row in csv.DictReader(fh):
+    with open(summary, encoding="utf-8", newline="", errors="replace") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in _SUMMARY_NEEDS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ProfilingError(
+                f"{summary!r} is not an msprof op_summary file: columns {missing} are missing "
+                f"(found {list(reader.fieldnames or ())[:6]}...); pass a PROF_* directory "
+                "written by geplug or msprof", path=summary,
+            )
+        for row in reader:
             d = _float(row["Task Duration(us)"]) or 0.0
             entry = ops.get(row["Op Name"])
             if entry is None:
@@ -98,24 +132,14 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
          "ratio_pct": round(100 * tot / total, 2)}
         for name, (t, k, n, tot, mx) in sorted(ops.items(), key=lambda kv: -kv[1][3])[:top]
     ]
-    stat = output_file(prof_dir, "op_statistic")
-    if stat is not None:
-        with open(stat, encoding="utf-8", newline="") as fh:
-            result["op_types"] = [
-                {"op_type": r["OP Type"], "core_type": r["Core Type"], "count": int(r["Count"]),
-                 "total_us": float(r["Total Time(us)"]), "avg_us": float(r["Avg Time(us)"]),
-                 "ratio_pct": float(r["Ratio(%)"])}
-                for r in csv.DictReader(fh)
-            ]
-    steps = output_file(prof_dir, "step_trace")
-    if steps is not None:
-        with open(steps, encoding="utf-8", newline="") as fh:
-            result["steps"] = [
-                {"iteration": int(r["Iteration ID"]), "model_id": int(r["Model ID"]),
-                 "iteration_time_us": _float(r["Iteration Time(us)"]),
-                 "fp_to_bp_us": _float(r["FP to BP Time(us)"])}
-                for r in csv.DictReader(fh)
-            ]
+    result["op_types"] = _read_rows(output_file(prof_dir, "op_statistic"), lambda r: {
+        "op_type": r["OP Type"], "core_type": r["Core Type"], "count": int(r["Count"]),
+        "total_us": float(r["Total Time(us)"]), "avg_us": float(r["Avg Time(us)"]),
+        "ratio_pct": float(r["Ratio(%)"])})
+    result["steps"] = _read_rows(output_file(prof_dir, "step_trace"), lambda r: {
+        "iteration": int(r["Iteration ID"]), "model_id": int(r["Model ID"]),
+        "iteration_time_us": _float(r["Iteration Time(us)"]),
+        "fp_to_bp_us": _float(r["FP to BP Time(us)"])})
     return result
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from geplug.errors import ProfilingError
-from geplug.profiling.layout import fmt
+from geplug.profiling.layout import fmt, ts_us
 from geplug.profiling.rawlog import RawLog
 
 if TYPE_CHECKING:
@@ -98,11 +98,11 @@ class StepTraceCollector:
             fp, bp, end, prev = s["fp"], s["bp"], s["end"], s["prev"]
 
             def f(v: float | None) -> str:
-                return "N/A" if v is None else fp_us(v)
+                return "N/A" if v is None else ts_us(v)
 
             base = prev if prev is not None else (fp if fp is not None else s["begin"])
             yield [
-                str(device_id), str(s["step"] + 1), f(fp), f(bp), fp_us(end),
+                str(device_id), str(s["step"] + 1), f(fp), f(bp), ts_us(end),
                 fmt(end - base),
                 "N/A" if fp is None or bp is None else fmt(bp - fp),
                 "N/A" if bp is None else fmt(end - bp),
@@ -112,7 +112,3 @@ class StepTraceCollector:
                 "N/A" if s["rd"] is None else fmt(s["rd"]),
             ]
 
-
-def fp_us(value: float) -> str:
-    """An absolute timestamp in µs, three decimals."""
-    return f"{value:.3f}"

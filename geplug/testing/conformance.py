@@ -18,6 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from geplug.products.domains import (
+    BF16_MODES,
+    DEBUG_CONFIG_ITEMS,
+    DUMP_DEBUG_MODES,
+    FREQUENCY_OPTIONS,
+    HOST_SYS_ITEMS,
+    IMPL_INI_VALUES,
+    KERNEL_META_SUFFIXES,
+    PRECISION_MODES,
+    PRECISION_MODES_V2,
+    PROFILING_SWITCHES,
+    REQUIRED_OP_TYPES,
+    SELECT_IMPLMODES,
+)
 from geplug.products.schema import DTYPES, Product
 
 __all__ = [
@@ -47,6 +61,7 @@ __all__ = [
     "test_identity_is_complete",
     "test_impl_modes_are_accepted_values",
     "test_implmode_default_is_selectable",
+    "test_instr_profiling_exclusions_exactly_with_frequency_style",
     "test_instr_profiling_style_matches_frequencies",
     "test_kernel_meta_level_0_writes_nothing",
     "test_kernel_meta_suffixes_are_known",
@@ -57,51 +72,6 @@ __all__ = [
     "test_soc_versions_are_unique_across_installed_products",
     "test_sys_io_and_interconnect_targets_match_frequencies",
 ]
-
-PRECISION_MODES = frozenset({
-    "force_fp32", "cube_fp16in_fp32out", "allow_fp32_to_fp16", "force_fp16",
-    "must_keep_origin_dtype", "allow_mix_precision", "allow_mix_precision_fp16",
-    "allow_mix_precision_bf16", "allow_fp32_to_bf16",
-})
-"""precision_mode values (options.md §5.1)."""
-PRECISION_MODES_V2 = frozenset({
-    "fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16", "cube_hif8",
-    "mixed_hif8",
-})
-"""precision_mode_v2 values (options.md §5.2)."""
-BF16_MODES = frozenset({"allow_mix_precision_bf16", "allow_fp32_to_bf16", "mixed_bfloat16"})
-"""The modes that need bf16 kernels (options.md §11 R10)."""
-IMPL_INI_VALUES = frozenset({
-    "high_precision", "high_performance", "enable_float_32_execution",
-    "enable_hi_float_32_execution", "support_out_of_bound_index", "super_performance",
-    "norm_class", "keep_fp16",
-})
-"""The FE whitelist of op_precision_mode ini values (options.md §9.3)."""
-SELECT_IMPLMODES = frozenset({
-    "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
-    "enable_float_32_execution", "enable_hi_float_32_execution",
-})
-"""op_select_implmode values over all layers (options.md §9.1)."""
-DUMP_DEBUG_MODES = frozenset({"aicore_overflow", "atomic_overflow", "all"})
-"""dump_debug_mode values (options.md §4.6)."""
-KERNEL_META_SUFFIXES = frozenset({".o", ".json", ".cce", "_loc.json", "_compute.json"})
-"""Files kernel_meta can hold (formats.md §5)."""
-DEBUG_CONFIG_ITEMS = frozenset({"oom", "dump_cce", "dump_loc", "ccec_O0", "ccec_g", "check_flag"})
-"""op_debug_config items (options.md §7.2)."""
-FREQUENCY_OPTIONS = frozenset({
-    "sys_hardware_mem_freq", "sys_io_sampling_freq", "sys_interconnection_freq", "dvpp_freq",
-    "host_sys_usage_freq", "instr_profiling_freq", "sys_lp_freq",
-})
-"""profiling_options keys that take a sampling frequency (options.md §3.2-3.3)."""
-HOST_SYS_ITEMS = frozenset({"cpu", "mem", "disk", "network", "osrt"})
-"""host_sys values (options.md §3.3)."""
-REQUIRED_OP_TYPES = (
-    "MatMulV2", "BatchMatMulV2", "Conv2D", "Add", "Sub", "Mul", "Div", "Relu", "Gelu",
-    "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "SoftmaxV2", "LayerNorm", "Pooling", "LRN",
-    "ROIAlign", "ReduceSum", "ReduceMean", "Cast", "Transpose", "Reshape", "Concat", "Gather",
-)
-"""Op types every declaration lists (issue 2); anything else uses ``[ops.default]``."""
-
 
 def _all_ops(product: Product) -> list[Any]:
     return [*product.ops.values(), product.default_op]
@@ -248,8 +218,8 @@ def test_kernel_meta_suffixes_are_known(conformance_product: Product) -> None:
     debug = conformance_product.debug
     used = {s for files in (*debug.kernel_meta.values(), *debug.debug_config_files.values())
             for s in files}
-    assert used <= KERNEL_META_SUFFIXES, (
-        f"debug: unknown kernel_meta files {sorted(used - KERNEL_META_SUFFIXES)!r}")
+    assert used <= set(KERNEL_META_SUFFIXES), (
+        f"debug: unknown kernel_meta files {sorted(used - set(KERNEL_META_SUFFIXES))!r}")
 
 
 def test_debug_config_items_are_documented(conformance_product: Product) -> None:
@@ -300,6 +270,18 @@ def test_instr_profiling_style_matches_frequencies(conformance_product: Product)
     assert has_freq == (prof.instr_profiling == "frequency"), (
         f"profiling.instr_profiling = {prof.instr_profiling!r} but instr_profiling_freq is "
         f"{'declared' if has_freq else 'absent'} (options.md §11 R23)")
+
+
+def test_instr_profiling_exclusions_exactly_with_frequency_style(
+    conformance_product: Product,
+) -> None:
+    prof = conformance_product.profiling
+    assert bool(prof.instr_profiling_exclusions) == (prof.instr_profiling == "frequency"), (
+        "profiling.instr_profiling_exclusions: the keys instr_profiling_freq excludes are "
+        f"declared exactly when instr_profiling = 'frequency' (options.md §11 R22), got "
+        f"{list(prof.instr_profiling_exclusions)!r} with {prof.instr_profiling!r}")
+    unknown = sorted(set(prof.instr_profiling_exclusions) - PROFILING_SWITCHES)
+    assert not unknown, f"profiling.instr_profiling_exclusions: unknown keys {unknown!r}"
 
 
 def test_sys_io_and_interconnect_targets_match_frequencies(conformance_product: Product) -> None:

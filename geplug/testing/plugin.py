@@ -7,6 +7,8 @@ is installed:
   environment has; skipped when none is installed). Test ids are the product names.
 - ``@pytest.mark.product_capability("profiling.aic_metrics", "MemoryAccess")``: limits the
   ``product`` parametrisation to products supporting that value (several markers combine).
+- ``product_registry``: the installed products (a
+  :class:`~geplug.products.ProductRegistry`, loaded once per session; read-only).
 - ``fresh_manager``: a freshly loaded :class:`~geplug.plugin.PluginManager`, installed as the
   process-wide manager for the test and dropped afterwards.
 - :func:`require_product`: the named product, or a skip when it is not installed.
@@ -191,6 +193,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def conformance_product(request: pytest.FixtureRequest) -> Product:
     """The product under conformance test (an error, not a skip, when it is not installed)."""
     return installed_registry().get(request.param)
+
+
+@pytest.fixture(scope="session")
+def product_registry() -> ProductRegistry:
+    """The installed products, loaded once per test session (warnings muted)."""
+    return installed_registry()
 
 
 @pytest.fixture

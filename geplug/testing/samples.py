@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+import types
 
-__all__ = ["MINIMAL_TOML", "card_files", "hooks_source", "minimal_toml"]
+__all__ = ["MINIMAL_TOML", "card_files", "declaring_plugin", "hooks_source", "minimal_toml"]
 
 MINIMAL_TOML = textwrap.dedent('''
     schema_version = 1
@@ -117,3 +118,16 @@ def card_files(package: str, toml: str, *, api: object = 1, body: str | None = N
             package, api=api, body=body),
         f"{package}/capabilities.toml": toml,
     }
+
+
+def declaring_plugin(*paths: object) -> types.SimpleNamespace:
+    """A plugin object (for ``PluginManager.register``) declaring the ``capabilities.toml``
+    files at ``paths``; no package or distribution needed."""
+    from geplug import hookimpl
+    from geplug.products import Declaration, declare
+
+    @hookimpl
+    def geplug_capabilities() -> list[Declaration]:
+        return [declare(p) for p in paths]
+
+    return types.SimpleNamespace(GEPLUG_PLUGIN_API=1, geplug_capabilities=geplug_capabilities)

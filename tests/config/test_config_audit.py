@@ -164,3 +164,11 @@ def test_r10_bf16_on_310b_only_through_atc() -> None:
                         soc_version=product.soc_versions[0])
     assert errors_on(check(session, product, env={}), "precision_mode_v2")
     assert not errors_on(check(atc, product, env={}), "precision_mode_v2")
+
+
+def test_from_ge_options_refuses_wrong_level() -> None:
+    from geplug.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        SessionConfig.from_ge_options({"ge.exec.enableDump": "1"}, level="graph")
+    assert info.value.problems[0].option == "ge.exec.enableDump"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from geplug.plugin import PluginManager
 
 
 @pytest.fixture
@@ -38,3 +42,20 @@ def entry_points_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(manager_module, "_entry_points", fake_only)
     yield
+
+
+@pytest.fixture
+def use_manager() -> Iterator[Callable[..., PluginManager]]:
+    """``use(**plugins)``: a built-ins-only manager plus these plugin objects, made the
+    process-wide one (what the CLI and ``geplug.get_product`` use) for the test."""
+    from geplug.plugin import PluginManager, reset_manager
+
+    def use(**plugins: object) -> PluginManager:
+        manager = PluginManager().load(entry_points=False)
+        for name, plugin in plugins.items():
+            manager.register(plugin, name, distribution=f"dist-{name}", version="9.9")
+        reset_manager(manager)
+        return manager
+
+    yield use
+    reset_manager(None)

@@ -3,39 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import types
-from collections.abc import Callable, Iterator
 
 import pytest
 
-from geplug import __version__, hookimpl
+from geplug import __version__
 from geplug.cli.main import main
-from geplug.plugin import PluginManager, reset_manager
-from geplug.products import declare
-from geplug.testing.samples import minimal_toml
+from geplug.plugin import DISABLE_ENV, PluginManager
+from geplug.testing.fakedist import write_distribution
+from geplug.testing.plugin import installed_products
+from geplug.testing.samples import card_files, declaring_plugin, minimal_toml
 
 
-def _plugin(*paths: object) -> types.SimpleNamespace:
-    @hookimpl
-    def geplug_capabilities() -> list:
-        return [declare(p) for p in paths]
-
-    return types.SimpleNamespace(GEPLUG_PLUGIN_API=1, geplug_capabilities=geplug_capabilities)
-
-
-@pytest.fixture
-def use_manager() -> Iterator[Callable[..., PluginManager]]:
-    """``use(**plugins)``: a built-ins-only manager plus these plugin objects, made global."""
-
-    def use(**plugins: object) -> PluginManager:
-        manager = PluginManager().load(entry_points=False)
-        for name, plugin in plugins.items():
-            manager.register(plugin, name, distribution=f"dist-{name}", version="9.9")
-        reset_manager(manager)
-        return manager
-
-    yield use
-    reset_manager(None)
+def _value(out: str, key: str) -> str:
+    """The value printed for ``key`` by ``geplug describe``, continuation lines joined."""
+    lines = out.splitlines()
+    index = next(i for i, line in enumerate(lines) if line.strip().startswith(key))
+    column = lines[index].index(key) + len(key)
+    parts = [lines[index][column:].strip()]
+    for line in lines[index + 1:]:
+        if not line.strip() or line[:column].strip():
+            break
+        parts.append(line.strip())
+    return " ".join(parts)
 
 
 @pytest.fixture
@@ -47,7 +40,8 @@ def two_products(use_manager, write_toml) -> PluginManager:
         '"4" = [".o", ".json", ".cce", "_compute.json"]', '"4" = [".o", ".json"]').replace(
         '"1" = [".o", ".json", ".cce", "_loc.json"]', '"1" = [".o", ".json"]').replace(
         '"2" = [".o", ".json", ".cce", "_loc.json"]', '"2" = [".o", ".json"]')
-    return use_manager(bigplug=_plugin(write_toml(big)), smallplug=_plugin(write_toml(small)))
+    return use_manager(bigplug=declaring_plugin(write_toml(big)),
+                       smallplug=declaring_plugin(write_toml(small)))
 
 
 def test_version_prints_the_core_version(capsys) -> None:
@@ -111,8 +105,8 @@ def test_describe_accepts_a_soc_version_string(two_products, capsys) -> None:
 def test_describe_names_what_other_products_have(two_products, capsys) -> None:
     assert main(["describe", "small_card"]) == 0
     out = capsys.readouterr().out
-    missing_metrics = next(line for line in out.splitlines() if "not in aic_metrics" in line)
-    missing_files = next(line for line in out.splitlines() if "kernel_meta never has" in line)
+    missing_metrics = _value(out, "not in aic_metrics")
+    missing_files = _value(out, "kernel_meta never has")
     assert "MemoryAccess" in missing_metrics
     assert ".cce" in missing_files and "_loc.json" in missing_files
 
@@ -173,7 +167,7 @@ def test_plugins_without_products_says_so(use_manager, capsys) -> None:
 
 def test_products_conflict_is_a_finding_naming_both(use_manager, write_toml, capsys) -> None:
     path = write_toml(minimal_toml("same", ("S1",)))
-    use_manager(one=_plugin(path), two=_plugin(path))
+    use_manager(one=declaring_plugin(path), two=declaring_plugin(path))
     assert main(["products"]) == 1
     err = capsys.readouterr().err
     assert "dist-one 9.9" in err and "dist-two 9.9" in err
@@ -183,8 +177,49 @@ def test_skipped_plugin_warning_is_printed_by_products(use_manager, write_toml,
                                                       capsys) -> None:
     bad = write_toml(minimal_toml("bad_card", ("X",)).replace('l2 = "l2"', "l2 = 1"))
     good = write_toml(minimal_toml("good_card", ("Y",)))
-    use_manager(badplug=_plugin(bad), goodplug=_plugin(good))
+    use_manager(badplug=declaring_plugin(bad), goodplug=declaring_plugin(good))
     assert main(["products"]) == 0
     captured = capsys.readouterr()
     assert "good_card" in captured.out and "bad_card" not in captured.out
     assert "geplug: warning:" in captured.err and "'badplug'" in captured.err
+
+
+def test_describe_names_what_a_lone_product_lacks(use_manager, write_toml, capsys) -> None:
+    small = minimal_toml("lone_card", ("Lone1",)).replace(
+        '"4" = [".o", ".json", ".cce", "_compute.json"]', '"4" = [".o", ".json"]')
+    use_manager(loneplug=declaring_plugin(write_toml(small)))
+    assert main(["describe", "lone_card"]) == 0
+    out = capsys.readouterr().out
+    metrics, files = _value(out, "not in aic_metrics"), _value(out, "kernel_meta never has")
+    assert "MemoryAccess" in metrics and "PipelineExecuteUtilization" in metrics
+    assert "_compute.json" in files and ".cce" not in files
+
+
+def _run_cli(args: list[str], site: object) -> subprocess.CompletedProcess[str]:
+    """``geplug ARGS`` in a fresh interpreter with ``site`` on its path (an installed dist)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop(DISABLE_ENV, None)
+    return subprocess.run([sys.executable, "-m", "geplug.cli.main", *args], env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def test_broken_package_installed_beside_the_others_is_named_and_the_rest_listed(
+    tmp_path,
+) -> None:
+    site = write_distribution(
+        tmp_path / "site", "fake-broken-card", version="0.3",
+        entry_points={"brokencard": "brokencard.hooks"},
+        files=card_files("brokencard", minimal_toml("brokencard", ("B1",)),
+                         hooks="raise ImportError('cannot import name npu_ops')\n"))
+    installed = [p.name for p in installed_products()]
+    products = _run_cli(["products"], site)
+    assert products.returncode == (0 if installed else 1)
+    assert all(f"\n{name} " in "\n" + products.stdout for name in installed)
+    assert "geplug: warning:" in products.stderr and "fake-broken-card 0.3" in products.stderr
+    assert "npu_ops" in products.stderr
+    plugins = _run_cli(["plugins"], site)
+    assert plugins.returncode == 1
+    row = next(line for line in plugins.stdout.splitlines() if line.startswith("brokencard"))
+    assert row.split()[:4] == ["brokencard", "skipped", "entry", "point"]
+    assert "brokencard (fake-broken-card 0.3) skipped: failed to import" in plugins.stdout

@@ -54,3 +54,42 @@ def test_plot_without_matplotlib_names_the_extra(manager, tmp_path, monkeypatch,
     monkeypatch.setattr(builtins, "__import__", fake_import)
     assert main(["profile", "plot", prof_dir(tmp_path), "--out", str(tmp_path / "x.png")]) == 1
     assert "geplug[plot]" in capsys.readouterr().err
+
+
+def test_plot_collapses_idle_gaps_between_steps_so_tasks_stay_visible():
+    pytest.importorskip("matplotlib")
+    from geplug.profiling.plot import _collapse_idle
+
+    tasks = [("Conv2D", "AI_CORE", 1000.0, 2.0), ("Relu", "AI_VECTOR_CORE", 1003.0, 2.0),
+             ("Conv2D", "AI_CORE", 9000.0, 2.0)]  # 8 ms of host time between the steps
+    shifted, cuts, gap = _collapse_idle(tasks)
+    assert [s for _k, _t, s, _d in shifted[:2]] == [0.0, 3.0]  # small gaps kept to scale
+    assert shifted[2][2] == pytest.approx(5.0 + gap)  # the long gap shrinks to the threshold
+    assert len(cuts) == 1
+
+
+def test_summary_and_plot_of_a_missing_directory_are_clear_errors(tmp_path, capsys):
+    missing = str(tmp_path / "nope")
+    assert main(["profile", "summary", missing]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["profile", "plot", missing, "--out", str(tmp_path / "x.png")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_summary_of_a_damaged_op_summary_names_the_file_and_the_missing_columns(
+        manager, tmp_path, capsys):
+    run(manager, tmp_path)
+    from prof_helpers import out_file
+
+    path = out_file(tmp_path, "op_summary")
+    with open(path, "w") as fh:
+        fh.write("garbage,header\n1,2\n")
+    assert main(["profile", "summary", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "op_summary" in err and "'Op Name'" in err
+
+
+def test_top_must_be_a_positive_number(manager, tmp_path, capsys):
+    run(manager, tmp_path)
+    assert main(["profile", "summary", str(tmp_path), "--top", "0"]) == 2  # a usage error
+    assert "--top" in capsys.readouterr().err

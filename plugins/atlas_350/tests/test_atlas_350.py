@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from geplug.plugin import PluginManager
 from geplug.products import Product, ProductRegistry
 
 TBE_MAPPING_SUFFIXES = (".cce", "_loc.json", "_compute.json")
 
 
 @pytest.fixture(scope="module")
-def registry() -> ProductRegistry:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return PluginManager().load().products()
+def p350(product_registry: ProductRegistry) -> Product:
+    return product_registry.get("atlas_350")
 
 
-@pytest.fixture(scope="module")
-def p350(registry: ProductRegistry) -> Product:
-    return registry.get("atlas_350")
-
-
-def test_soc_version_resolves_to_atlas_350(registry: ProductRegistry) -> None:
-    assert registry.get("Ascend950PR_9599").name == "atlas_350"
+def test_soc_version_resolves_to_atlas_350(product_registry: ProductRegistry) -> None:
+    assert product_registry.get("Ascend950PR_9599").name == "atlas_350"
 
 
 def test_memory_access_is_not_an_aic_metrics_group(p350: Product) -> None:
@@ -111,3 +101,19 @@ def test_dump_debug_mode_is_all_only(p350: Product) -> None:
 
 def test_bf16_session_modes_are_accepted(p350: Product) -> None:
     assert p350.supports("precision.modes", "allow_mix_precision_bf16")
+
+
+def test_describe_says_no_memory_access_and_no_cce_files(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from geplug.cli.main import main
+    from geplug.plugin import DISABLE_ENV, reset_manager
+
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+    reset_manager(None)
+    try:
+        assert main(["describe", "atlas_350"]) == 0
+    finally:
+        reset_manager(None)
+    text = " ".join(capsys.readouterr().out.split())
+    assert "not in aic_metrics MemoryAccess" in text
+    assert "kernel_meta never has .cce, _loc.json, _compute.json" in text

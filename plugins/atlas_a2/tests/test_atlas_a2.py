@@ -2,34 +2,24 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from geplug.plugin import PluginManager
 from geplug.products import Product, ProductRegistry
 
 CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose")
 
 
 @pytest.fixture(scope="module")
-def registry() -> ProductRegistry:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return PluginManager().load().products()
-
-
-@pytest.fixture(scope="module")
-def a2(registry: ProductRegistry) -> Product:
-    return registry.get("atlas_a2")
+def a2(product_registry: ProductRegistry) -> Product:
+    return product_registry.get("atlas_a2")
 
 
 @pytest.mark.parametrize(
     "soc",
     ["Ascend910B1", "Ascend910B2", "Ascend910B2C", "Ascend910B3", "Ascend910B4", "Ascend910B4-1"],
 )
-def test_soc_versions_resolve_to_atlas_a2(registry: ProductRegistry, soc: str) -> None:
-    assert registry.get(soc).name == "atlas_a2"
+def test_soc_versions_resolve_to_atlas_a2(product_registry: ProductRegistry, soc: str) -> None:
+    assert product_registry.get(soc).name == "atlas_a2"
 
 
 def test_ascend910b_without_digit_is_not_atlas_a2(a2: Product) -> None:

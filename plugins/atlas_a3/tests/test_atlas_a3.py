@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from geplug.plugin import PluginManager
 from geplug.products import Product, ProductRegistry
 
 
 @pytest.fixture(scope="module")
-def registry() -> ProductRegistry:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return PluginManager().load().products()
-
-
-@pytest.fixture(scope="module")
-def a3(registry: ProductRegistry) -> Product:
-    return registry.get("atlas_a3")
+def a3(product_registry: ProductRegistry) -> Product:
+    return product_registry.get("atlas_a3")
 
 
 @pytest.mark.parametrize(
@@ -27,8 +17,8 @@ def a3(registry: ProductRegistry) -> Product:
     ["Ascend910_9391", "Ascend910_9392", "Ascend910_9381", "Ascend910_9382", "Ascend910_9372",
      "Ascend910_9362"],
 )
-def test_soc_versions_resolve_to_atlas_a3(registry: ProductRegistry, soc: str) -> None:
-    assert registry.get(soc).name == "atlas_a3"
+def test_soc_versions_resolve_to_atlas_a3(product_registry: ProductRegistry, soc: str) -> None:
+    assert product_registry.get(soc).name == "atlas_a3"
 
 
 def test_family_id_is_a3(a3: Product) -> None:

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from geplug.plugin import PluginManager
 from geplug.products import Product, ProductRegistry
 
 CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose")
 
 
 @pytest.fixture(scope="module")
-def registry() -> ProductRegistry:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return PluginManager().load().products()
-
-
-@pytest.fixture(scope="module")
-def train(registry: ProductRegistry) -> Product:
-    return registry.get("atlas_train")
+def train(product_registry: ProductRegistry) -> Product:
+    return product_registry.get("atlas_train")
 
 
 @pytest.mark.parametrize(
     "soc", ["Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA"]
 )
-def test_soc_versions_resolve_to_atlas_train(registry: ProductRegistry, soc: str) -> None:
-    assert registry.get(soc).name == "atlas_train"
+def test_soc_versions_resolve_to_atlas_train(product_registry: ProductRegistry, soc: str) -> None:
+    assert product_registry.get(soc).name == "atlas_train"
 
 
 def test_family_id_is_910(train: Product) -> None:

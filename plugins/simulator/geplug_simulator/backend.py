@@ -2,8 +2,8 @@
 
 ``SimBackend`` compiles each model on one product under one configuration (default:
 :data:`~geplug_simulator.DEFAULT_PRODUCT` with ``precision_mode = must_keep_origin_dtype``,
-so no op changes dtype) and runs it with :meth:`CompiledModel.run`. ``benchmarks/bench_conformance.py`` compares it with
-onnxruntime's own backend.
+so no op changes dtype) and runs it with :meth:`CompiledModel.run`;
+:mod:`geplug_simulator.conformance` runs onnx's node tests on it.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ ones are kept: onnxruntime runs them as they are). Every failure is a
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -169,16 +170,38 @@ def _original_dtype(
     return ins[0] if ins else None
 
 
+def _check_operators(graph: onnx.GraphProto) -> None:
+    """Custom-domain and misspelt operators, named (before onnx's checker, which does not)."""
+    for i, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{i}"
+        if node.domain not in _KNOWN_DOMAINS and node.domain != "com.microsoft":
+            raise CompileError(
+                f"node {name!r}: operator {node.op_type!r} of domain {node.domain!r} is not "
+                "supported by the simulator (custom operator); replace it with standard ONNX "
+                "operators", node=name,
+            )
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
+            raise CompileError(
+                f"node {name!r}: {node.op_type!r} is not an ONNX operator the simulator "
+                "supports; check the op type's spelling or export the model again", node=name,
+            )
+
+
 def import_model(model: Any, *, name: str = "") -> ImportedModel:
     """Load, check, convert and describe ``model`` (see the module docstring)."""
     proto = load_model(model)
+    _check_operators(proto.graph)
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        found = re.search(r"Name: (\S+) OpType: (\S+)", text)
+        where = f" at node {found.group(1)!r} ({found.group(2)})" if found else ""
         raise CompileError(
-            f"the model is malformed: {first}; fix the model (onnx.checker.check_model shows "
-            "the full report)", node="",
+            f"the model is malformed{where}: {first}; fix the model "
+            "(onnx.checker.check_model shows the full report)",
+            node=found.group(1) if found else "",
         ) from None
     notes: list[str] = []
     opset = _opset(proto)
@@ -199,18 +222,6 @@ def import_model(model: Any, *, name: str = "") -> ImportedModel:
                 "at its own opset"
             )
     graph = proto.graph
-    for node in graph.node:
-        if node.domain not in _KNOWN_DOMAINS and node.domain != "com.microsoft":
-            raise CompileError(
-                f"node {node.name or node.op_type!r}: operator {node.op_type!r} of domain "
-                f"{node.domain!r} is not supported by the simulator (custom operator); replace "
-                "it with standard ONNX operators", node=node.name,
-            )
-        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
-            raise CompileError(
-                f"node {node.name or node.op_type!r}: {node.op_type!r} is not an ONNX operator; "
-                "check the op type's spelling or export the model again", node=node.name,
-            )
     _name_nodes(graph)
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)

@@ -11,24 +11,22 @@ import pytest
 
 pytest.importorskip("geplug_simulator")
 
-from geplug_simulator import DEFAULT_PRODUCT  # noqa: E402
-from geplug_simulator.runtime import SimRuntime  # noqa: E402
+from geplug_simulator import DEFAULT_PRODUCT
+from geplug_simulator.runtime import SimRuntime
 from onnx import TensorProto, helper, numpy_helper
 
-from geplug.config.model import SessionConfig  # noqa: E402
-from geplug.config.resolved import ResolvedConfig  # noqa: E402
-from geplug.plugin import PluginManager  # noqa: E402
-from geplug.products.schema import Product  # noqa: E402
-from geplug.runtime.system import System  # noqa: E402
-from geplug.testing.plugin import installed_products  # noqa: E402
+from geplug.config.model import SessionConfig
+from geplug.config.resolved import ResolvedConfig
+from geplug.plugin import PluginManager
+from geplug.products.schema import Product
+from geplug.runtime.system import System
+from geplug.testing.plugin import installed_products
 
 
-def any_product(*, initialize_system: bool = False) -> Product:
+def any_product() -> Product:
     """An installed product for a test that holds on every product (the default product when
-    installed); skips the test when none is. ``initialize_system``: only products that
-    support it (for tests going through ``geplug.initialize_system``)."""
-    products = [p for p in installed_products()
-                if p.runtime.initialize_system or not initialize_system]
+    installed); skips the test when none is."""
+    products = installed_products()
     if not products:
         pytest.skip("no product plugin is installed in this environment")
     return next((p for p in products if p.name == DEFAULT_PRODUCT), products[0])

@@ -94,3 +94,17 @@ def test_node_dtype_and_predecessors_are_inferred():
     assert relu.original_dtype == "float32"
     assert relu.predecessors == ("mm",)
     assert onnx.checker.check_model(imported.model) is None
+
+
+def test_an_unknown_operator_names_the_node():
+    node = helper.make_node("NotAnOp", ["x"], ["y"], name="weird")
+    with pytest.raises(CompileError, match=r"'weird'.*'NotAnOp'") as info:
+        import_model(graph_model([node], [f32("x", [2])], [f32("y", [2])]))
+    assert info.value.node == "weird"
+
+
+def test_a_node_the_checker_rejects_is_named():
+    node = helper.make_node("Relu", ["x", "x"], ["y"], name="too_many")
+    with pytest.raises(CompileError, match="malformed at node 'too_many'") as info:
+        import_model(graph_model([node], [f32("x", [2])], [f32("y", [2])]))
+    assert info.value.node == "too_many"

@@ -68,10 +68,15 @@ def test_initialize_system_serves_every_product_through_the_simulator(fresh_mana
             assert out["y"].shape == (1, 2)
 
 
+def cli_product() -> str:
+    """The product the CLI tests name (any installed one: the CLI serves every product)."""
+    return any_product().name
+
+
 def test_cli_compile_json_lists_ops(tmp_path, capsys):
     path = tmp_path / "m.onnx"
     onnx.save(overflow_model(), path)
-    assert main(["compile", str(path), "--product", any_product(initialize_system=True).name, "--format", "json"]) == 0
+    assert main(["compile", str(path), "--product", cli_product(), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [op["op_type"] for op in data["ops"]] == ["MatMulV2", "MatMulV2"]
     assert {"node", "onnx_op", "engine", "dtype", "impl_mode", "reason"} <= set(data["ops"][0])
@@ -81,14 +86,14 @@ def test_cli_run_writes_outputs(tmp_path, capsys):
     model, x, out = tmp_path / "m.onnx", tmp_path / "x.npy", tmp_path / "out.npz"
     onnx.save(overflow_model(), model)
     np.save(x, np.ones((1, 4), np.float32))
-    code = main(["run", str(model), "--product", any_product(initialize_system=True).name, "--input", f"x={x}",
-                 "--steps", "2", "--output", str(out)])
+    code = main(["run", str(model), "--product", cli_product(), "--input", f"x={x}", "--steps", "2",
+                 "--output", str(out)])
     assert code == 0
     assert np.load(out)["y"].shape == (1, 2)
 
 
 def test_cli_compile_of_a_missing_model_is_a_clear_error(tmp_path, capsys):
-    assert main(["compile", str(tmp_path / "nope.onnx"), "--product", any_product(initialize_system=True).name]) == 1
+    assert main(["compile", str(tmp_path / "nope.onnx"), "--product", cli_product()]) == 1
     assert "nope.onnx" in capsys.readouterr().err
 
 
@@ -101,3 +106,34 @@ def test_cli_demo_prints_its_summary_and_writes_nothing(tmp_path, capsys, monkey
     out = capsys.readouterr().out
     assert "NOT FINITE" in out and "allow_fp32_to_fp16" in out and "bfloat16" in out
     assert os.listdir(tmp_path) == []
+
+
+def test_kernel_meta_files_follow_each_products_declaration(tmp_path):
+    import re
+
+    from geplug.testing.plugin import installed_products
+
+    kernel = re.compile(r"^te_[a-z0-9]+_[0-9a-f]{16}(.+)$")
+    for product in installed_products():
+        for level, declared in product.debug.kernel_meta.items():
+            meta = tmp_path / product.name / level
+            make_system(product, op_debug_level=int(level),
+                        resolved__kernel_meta_dir=str(meta)).compile(overflow_model())
+            files = list(meta.iterdir()) if meta.exists() else []
+            written = {kernel.match(p.name).group(1) for p in files}  # type: ignore[union-attr]
+            expected = {s for s in declared
+                        if s != "_compute.json" or product.debug.ub_fusion}
+            assert written == expected, (product.name, level)
+
+
+def test_debug_dir_holds_kernel_meta_through_initialize_system(tmp_path, monkeypatch):
+    from geplug.cli.sim_cmds import open_system
+
+    monkeypatch.chdir(tmp_path)
+    product = any_product()
+    config = {"op_debug_level": 1, "debug_dir": str(tmp_path / "dbg")}
+    with open_system(product.name, config) as system:
+        compiled = system.compile(overflow_model())
+    assert compiled.kernel_meta_files
+    root = str(tmp_path / "dbg" / "kernel_meta")
+    assert all(f.startswith(root) for f in compiled.kernel_meta_files)

@@ -281,3 +281,11 @@ def test_unsupported_dtype_is_a_compile_error_naming_node_and_product():
     with pytest.raises(CompileError, match=r"'big'.*MatMulV2.*atlas_a2") as info:
         system.compile(overflow_model())
     assert "AI CPU float32" in str(info.value)
+
+
+def test_a_hifloat8_decision_is_a_clear_compile_error():
+    """hifloat8 decisions are made (cube_hif8 on the 950 family) but not simulated."""
+    p350 = require_product("atlas_350")
+    with pytest.raises(CompileError, match=r"'big'.*hifloat8.*not simulated") as info:
+        make_system(p350, precision_mode_v2="cube_hif8").compile(overflow_model())
+    assert info.value.node == "big"

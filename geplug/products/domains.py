@@ -1,0 +1,88 @@
+"""The value domains of the options a declaration talks about (not product knowledge).
+
+Each set is every value the real stack knows for one option, over all products; a product
+declares the subset it supports. The conformance suite checks declarations against these,
+and ``geplug describe`` uses them to say what a product does *not* have even when no other
+product is installed. Sources: ``shared/reference/options.md`` and ``formats.md``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AIC_METRICS_GROUPS",
+    "BF16_MODES",
+    "DEBUG_CONFIG_ITEMS",
+    "DEBUG_LEVELS",
+    "DUMP_DEBUG_MODES",
+    "FREQUENCY_OPTIONS",
+    "HOST_SYS_ITEMS",
+    "IMPL_INI_VALUES",
+    "INSTR_PROFILING_STYLES",
+    "KERNEL_META_SUFFIXES",
+    "PRECISION_MODES",
+    "PRECISION_MODES_V2",
+    "PROFILING_SWITCHES",
+    "REQUIRED_OP_TYPES",
+    "SELECT_IMPLMODES",
+]
+
+PRECISION_MODES = frozenset({
+    "force_fp32", "cube_fp16in_fp32out", "allow_fp32_to_fp16", "force_fp16",
+    "must_keep_origin_dtype", "allow_mix_precision", "allow_mix_precision_fp16",
+    "allow_mix_precision_bf16", "allow_fp32_to_bf16",
+})
+"""precision_mode values (options.md §5.1)."""
+PRECISION_MODES_V2 = frozenset({
+    "fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16", "cube_hif8",
+    "mixed_hif8",
+})
+"""precision_mode_v2 values (options.md §5.2)."""
+BF16_MODES = frozenset({"allow_mix_precision_bf16", "allow_fp32_to_bf16", "mixed_bfloat16"})
+"""The modes that need bf16 kernels (options.md §11 R10)."""
+IMPL_INI_VALUES = frozenset({
+    "high_precision", "high_performance", "enable_float_32_execution",
+    "enable_hi_float_32_execution", "support_out_of_bound_index", "super_performance",
+    "norm_class", "keep_fp16",
+})
+"""The FE whitelist of op_precision_mode ini values (options.md §9.3)."""
+SELECT_IMPLMODES = frozenset({
+    "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
+    "enable_float_32_execution", "enable_hi_float_32_execution",
+})
+"""op_select_implmode values over all layers (options.md §9.1)."""
+DUMP_DEBUG_MODES = frozenset({"aicore_overflow", "atomic_overflow", "all"})
+"""dump_debug_mode values (options.md §4.6)."""
+DEBUG_LEVELS = ("0", "1", "2", "3", "4")
+"""op_debug_level values (options.md §7.1); the keys of ``[debug.kernel_meta]``."""
+KERNEL_META_SUFFIXES = (".o", ".json", ".cce", "_loc.json", "_compute.json")
+"""Files kernel_meta can hold, in the order formats.md §5 lists them."""
+DEBUG_CONFIG_ITEMS = frozenset({"oom", "dump_cce", "dump_loc", "ccec_O0", "ccec_g", "check_flag"})
+"""op_debug_config items (options.md §7.2)."""
+AIC_METRICS_GROUPS = (
+    "ArithmeticUtilization", "PipeUtilization", "Memory", "MemoryL0", "MemoryUB",
+    "ResourceConflictRatio", "L2Cache", "MemoryAccess", "PipelineExecuteUtilization",
+)
+"""Every named aic_metrics group of options.md §13.2 (``Custom:`` events aside)."""
+INSTR_PROFILING_STYLES = ("switch", "frequency", "unsupported")
+"""How a product offers instruction profiling (options.md §3.3, R22-R23): the
+``instr_profiling`` on/off switch, ``instr_profiling_freq`` (with its exclusions), or not."""
+PROFILING_SWITCHES = frozenset({
+    "training_trace", "task_trace", "hccl", "aicpu", "fp_point", "bp_point", "aic_metrics",
+    "aiv_metrics", "l2", "task_time", "runtime_api", "ge_api", "msproftx", "llc_profiling",
+    "host_sys", "power",
+})
+"""profiling_options keys that turn a collection on (options.md §3.3); what an
+``instr_profiling_exclusions`` list may name."""
+FREQUENCY_OPTIONS = frozenset({
+    "sys_hardware_mem_freq", "sys_io_sampling_freq", "sys_interconnection_freq", "dvpp_freq",
+    "host_sys_usage_freq", "instr_profiling_freq", "sys_lp_freq",
+})
+"""profiling_options keys that take a sampling frequency (options.md §3.2-3.3)."""
+HOST_SYS_ITEMS = frozenset({"cpu", "mem", "disk", "network", "osrt"})
+"""host_sys values (options.md §3.3)."""
+REQUIRED_OP_TYPES = (
+    "MatMulV2", "BatchMatMulV2", "Conv2D", "Add", "Sub", "Mul", "Div", "Relu", "Gelu",
+    "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "SoftmaxV2", "LayerNorm", "Pooling", "LRN",
+    "ROIAlign", "ReduceSum", "ReduceMean", "Cast", "Transpose", "Reshape", "Concat", "Gather",
+)
+"""Op types every family's table lists (issue 2); any other op uses ``[ops.default]``."""
