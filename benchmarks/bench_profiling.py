@@ -135,8 +135,9 @@ def _mlp(batch: int = 256, width: int = 1024, layers: int = 4):  # type: ignore[
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def bench_overhead(steps: int) -> None:
-    """Simulated runs with profiling off, l0 and l1 (best of 3 each), on two models."""
+def bench_overhead(steps: int, repeat: int = 5) -> None:
+    """Simulated runs with profiling off, l0 and l1 (interleaved, best of ``repeat``), on a
+    compute-realistic MLP and on the tiny demo CNN."""
     try:
         from geplug_simulator.demo import build_cnn
     except ImportError:
@@ -145,7 +146,7 @@ def bench_overhead(steps: int) -> None:
     for label, model, n in (("realistic MLP 4x(1024x1024), batch 256", _mlp(), steps // 4),
                             ("demo CNN (tiny)", build_cnn(), steps)):
         runs: dict[str, list[float]] = {"off": [], "events": [], "l0": [], "l1": []}
-        for _ in range(5):  # interleaved, best of 5: robust to a busy machine
+        for _ in range(repeat):  # interleaved, best of N: robust to a busy machine
             runs["off"].append(_run_sim(None, n, model))
             runs["events"].append(_run_sim({"task_time": "l0"}, n, model, collector=False))
             runs["l0"].append(_run_sim({"task_time": "l0"}, n, model))
@@ -162,10 +163,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tasks", type=int, default=1_000_000)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved repetitions (5)")
+    parser.add_argument("--skip-memory", action="store_true", help="only the overhead part")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    bench_memory(args.tasks)  # first: ru_maxrss is a process-wide peak
-    bench_overhead(args.steps)
+    if not args.skip_memory:
+        bench_memory(args.tasks)  # first: ru_maxrss is a process-wide peak
+    bench_overhead(args.steps, args.repeat)
     return 0
 
 

@@ -18,8 +18,8 @@ if TYPE_CHECKING:  # the static view of the lazy names below
     from geplug.config import load_config
     from geplug.config.check import check
     from geplug.config.export import export
-    from geplug.config.resolve import resolve
     from geplug.config.model import SessionConfig
+    from geplug.config.resolve import resolve
     from geplug.errors import ConfigError, GeplugError
     from geplug.plugin import get_product, installed_products, plugin_report
     from geplug.runtime.api import current_system, initialize_system, shutdown_system

@@ -73,6 +73,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_FINDING
         except KeyboardInterrupt:
             return 130
+        except BrokenPipeError:  # `geplug describe X | head`: the reader left; stop quietly
+            _silence_stdout()
+            return EXIT_FINDING
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]

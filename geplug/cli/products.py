@@ -9,19 +9,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from geplug.plugin import PluginManager
 
 __all__ = ["NO_PRODUCTS", "add_parser"]
 
 NO_PRODUCTS = (
-    "no product plugin is installed, so geplug knows no product. Install one, e.g. "
+    "no product plugin is installed (or enabled), so geplug knows no product. Install one, e.g. "
     "`pip install geplug-atlas-a2` (from a checkout: `pip install -e plugins/atlas_a2`); "
     "`geplug plugins` shows what was found and why anything was skipped"
 )
 """What every product command says when discovery finds no product."""
 
-EXIT_OK, EXIT_FINDING = 0, 1
+EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+SOC_WIDTH = 40
+"""``geplug products`` wraps the SoC versions column at this width."""
 
 
 def add_parser(subparsers: Any) -> None:
@@ -57,11 +62,43 @@ def _dump_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+def _table(rows: Sequence[tuple[str, ...]], wrap: Mapping[int, int] | None = None) -> str:
+    """Aligned columns; ``wrap`` maps a column index to a width its cells wrap at (on ", ")."""
+    lines: list[tuple[str, ...]] = []
+    for row in rows:
+        cells = [_wrap(c, (wrap or {}).get(i)) for i, c in enumerate(row)]
+        height = max(len(c) for c in cells)
+        lines += [tuple(c[k] if k < len(c) else "" for c in cells) for k in range(height)]
+    widths = [max(len(r[i]) for r in lines) for i in range(len(lines[0]))]
     return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
     ) + "\n"
+
+
+def _wrap(text: str, width: int | None) -> list[str]:
+    """``text`` as lines of at most ``width`` characters, broken after ", " (never inside)."""
+    if width is None or len(text) <= width:
+        return [text]
+    lines = [""]
+    for part in text.split(", "):
+        candidate = f"{lines[-1]}, {part}" if lines[-1] else part
+        if lines[-1] and len(candidate) + 1 > width:
+            lines[-1] += ","
+            lines.append(part)
+        else:
+            lines[-1] = candidate
+    return lines
+
+
+def _no_products(manager: PluginManager) -> str:
+    """:data:`NO_PRODUCTS`, naming the plugins ``GEPLUG_DISABLE_PLUGINS`` blocked, if any."""
+    from geplug.plugin import DISABLE_ENV
+
+    disabled = sorted(r.name for r in manager.report() if r.status == "disabled")
+    if not disabled:
+        return NO_PRODUCTS
+    return (f"{NO_PRODUCTS}. Note: {DISABLE_ENV} blocks {', '.join(disabled)}; unset it, or "
+            "remove names from it, to load them")
 
 
 def cmd_products(args: argparse.Namespace) -> int:
@@ -69,12 +106,12 @@ def cmd_products(args: argparse.Namespace) -> int:
     from geplug.plugin import get_manager
     from geplug.products.jsonable import product_summary
 
-    registry = get_manager().products()
-    products = list(registry)
+    manager = get_manager()
+    products = list(manager.products())
     if args.json:
         _dump_json([product_summary(p) for p in products])
     if not products:
-        print(f"geplug: {NO_PRODUCTS}", file=sys.stderr)
+        print(f"geplug: {_no_products(manager)}", file=sys.stderr)
         return EXIT_FINDING
     if not args.json:
         rows = [("NAME", "DISPLAY NAME", "FAMILY", "SOC VERSIONS", "INITIALIZE_SYSTEM",
@@ -84,7 +121,7 @@ def cmd_products(args: argparse.Namespace) -> int:
              "yes" if p.runtime.initialize_system else "no", p.distribution or "—")
             for p in products
         ]
-        sys.stdout.write(_table(rows))
+        sys.stdout.write(_table(rows, wrap={3: SOC_WIDTH}))
     return EXIT_OK
 
 
@@ -94,7 +131,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
     from geplug.products.describe import describe_product
     from geplug.products.jsonable import to_jsonable
 
-    registry = get_manager().products()
+    manager = get_manager()
+    registry = manager.products()
+    if not len(registry):
+        print(f"geplug: error: {_no_products(manager)}", file=sys.stderr)
+        return EXIT_USAGE
     product = registry.get(args.product)  # UnknownProductError -> exit 2 with close names
     if args.json:
         _dump_json(to_jsonable(product))
@@ -132,7 +173,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             if r.reason:
                 print(f"\n{r.name} ({r.provider}) {r.status}: {r.reason}")
         if not any(r.products for r in report):
-            print(f"\n{NO_PRODUCTS}")
+            print(f"\n{_no_products(manager)}")
     if conflict is not None:
         print(f"geplug: error: {conflict}", file=sys.stderr)
     return EXIT_FINDING if skipped or conflict is not None else EXIT_OK

@@ -14,7 +14,7 @@ import difflib
 import importlib
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import Any
 
@@ -23,9 +23,9 @@ import pluggy
 
 from geplug import hookspecs
 from geplug.errors import CapabilityError, GeplugError, PluginConflictError
-from geplug.products.load import Declaration, build_product, merge_over_base
+from geplug.products.assemble import assemble, find_conflict
+from geplug.products.load import Declaration
 from geplug.products.query import ProductRegistry
-from geplug.products.schema import Product
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -251,19 +251,26 @@ class PluginManager:
         if self._registry is not None:
             return self._registry
         collected = self._collect_declarations()
-        self._check_conflicts(collected)
-        failed: set[str] = set()
-        while True:
-            products, declared, bad = self._build_products(
-                [(plugin, d) for plugin, d in collected if plugin not in failed]
+        conflict = find_conflict(collected)
+        if conflict is not None:
+            product, first, second = conflict
+            pair = (self._records[first].provider, self._records[second].provider)
+            raise PluginConflictError(
+                f"product {product!r} is declared by two plugins: {pair[0]} and {pair[1]}; "
+                f"uninstall one of them or disable one with {DISABLE_ENV}={first} or "
+                f"{DISABLE_ENV}={second}",
+                product=product,
+                providers=pair,
             )
-            if bad is None:
+        providers = {name: record.provider for name, record in self._records.items()}
+        while True:
+            assembly = assemble(collected, providers)
+            if not assembly.failed_plugin:
                 break
-            plugin_name, reason = bad
-            failed.add(plugin_name)
-            self._skip(self._records[plugin_name], reason)
-        self._declared = {k: tuple(v) for k, v in declared.items()}
-        self._registry = ProductRegistry(products)
+            self._skip(self._records[assembly.failed_plugin], assembly.reason)
+            collected = [(p, d) for p, d in collected if p != assembly.failed_plugin]
+        self._declared = dict(assembly.declared)
+        self._registry = ProductRegistry(assembly.products)
         return self._registry
 
     def _collect_declarations(self) -> list[tuple[str, Declaration]]:
@@ -288,71 +295,6 @@ class PluginManager:
                 continue
             collected.extend((impl.plugin_name, d) for d in declarations)
         return collected
-
-    def _build_products(
-        self, collected: Sequence[tuple[str, Declaration]]
-    ) -> tuple[dict[str, Product], dict[str, list[str]], tuple[str, str] | None]:
-        """Validate every declaration, bases before the cards extending them.
-
-        Returns the products, plugin -> product names, and the first (plugin, reason) that
-        failed (``None`` when all are valid); the caller drops that plugin and retries.
-        """
-        by_name = {d.name: (plugin, d) for plugin, d in collected}
-        merged: dict[str, Declaration] = {}
-
-        def resolve(decl: Declaration, chain: tuple[str, ...]) -> Declaration:
-            if decl.name in merged:
-                return merged[decl.name]
-            if decl.extends:
-                if decl.extends in chain or decl.extends == decl.name:
-                    cycle = " -> ".join((*chain, decl.name, decl.extends))
-                    raise CapabilityError(
-                        f"{decl.path!r}: product.extends: expected a chain ending in a family, "
-                        f"got a cycle {cycle}; remove one of the extends",
-                        path=decl.path, key="product.extends",
-                    )
-                if decl.extends not in by_name:
-                    raise CapabilityError(
-                        f"{decl.path!r}: product.extends: expected an installed product, got "
-                        f"{decl.extends!r} (not installed, or its plugin was skipped); "
-                        "install the plugin that declares it",
-                        path=decl.path, key="product.extends",
-                    )
-                base = resolve(by_name[decl.extends][1], (*chain, decl.name))
-                decl = attrs.evolve(decl, raw=merge_over_base(decl, base), extends="")
-            merged[decl.name] = decl
-            return decl
-
-        products: dict[str, Product] = {}
-        declared: dict[str, list[str]] = {}
-        for plugin_name, decl in collected:
-            try:
-                flat = resolve(decl, ())
-                product = build_product(flat)
-            except CapabilityError as exc:
-                return {}, {}, (plugin_name, f"invalid capabilities: {exc}")
-            record = self._records[plugin_name]
-            products[decl.name] = attrs.evolve(
-                product, extends=decl.extends, source_path=decl.path,
-                distribution=record.provider,
-            )
-            declared.setdefault(plugin_name, []).append(decl.name)
-        return products, declared, None
-
-    def _check_conflicts(self, collected: Sequence[tuple[str, Declaration]]) -> None:
-        seen: dict[str, str] = {}
-        for plugin_name, decl in collected:
-            if decl.name in seen and seen[decl.name] != plugin_name:
-                first = self._records[seen[decl.name]].provider
-                second = self._records[plugin_name].provider
-                raise PluginConflictError(
-                    f"product {decl.name!r} is declared by two plugins: {first} and {second}; "
-                    "uninstall one of them or disable one with "
-                    f"{DISABLE_ENV}={seen[decl.name]} or {DISABLE_ENV}={plugin_name}",
-                    product=decl.name,
-                    providers=(first, second),
-                )
-            seen[decl.name] = plugin_name
 
     # -- calling hooks with the error policy ---------------------------------------------
 

@@ -1,9 +1,10 @@
 """Per-op dtype and engine selection: options.md §5.4 (the seed's precision_mode text), as data.
 
-Each precision mode is a *chain* of steps read left to right; the first step the product's
-operator table supports wins (``OpSupport.aicore_dtypes`` / ``aicpu_dtypes``); when no step
-is supported the op cannot run and :class:`~geplug.errors.CompileError` names the node, its
-op type, the dtypes tried and the product. Pure functions: no onnx, no I/O.
+Each precision mode is a *chain* of steps (:mod:`geplug.precision.chains`) read left to
+right; the first step the product's operator table supports wins
+(``OpSupport.aicore_dtypes`` / ``aicpu_dtypes``); when no step is supported the op cannot run
+and :class:`~geplug.errors.CompileError` names the node, its op type, the dtypes tried and the
+product. Pure functions: no onnx, no I/O.
 
 Choices the seed leaves open are marked *inferred* in the reasons and in
 ``docs/simulator.md``: an original dtype a mode says nothing about (integers, float64, or
@@ -20,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from geplug.errors import CompileError
+from geplug.precision.chains import AI_CPU, BF16, F16, F32, Step, chain
 from geplug.precision.implmode import choose_impl_mode
-from geplug.precision.mixlist import BLACK, GREY, WHITE, list_state, normalize_overrides
-from geplug.precision.modes import MIX_RULES, PrecisionMode, effective_mode
+from geplug.precision.mixlist import GREY, WHITE, list_state, normalize_overrides
+from geplug.precision.modes import PrecisionMode, effective_mode
 
 if TYPE_CHECKING:
     from geplug.config.resolved import ResolvedConfig
@@ -31,10 +33,6 @@ if TYPE_CHECKING:
 __all__ = [
     "NodeInfo", "OpDecision", "Selection", "Step", "decide", "select_dtype", "summarize",
 ]
-
-AI_CORE, AI_CPU = "AI_CORE", "AI_CPU"
-F32, F16, BF16 = "float32", "float16", "bfloat16"
-
 
 @attrs.frozen
 class Selection:

@@ -21,6 +21,7 @@ from geplug.errors import CapabilityError
 from geplug.products import schema
 from geplug.products.domains import DEBUG_LEVELS
 from geplug.products.schema import SCHEMA_VERSION, OpSupport, Product
+from geplug.products.validate import convert, describe_type, validate_record
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,10 +51,6 @@ _IDENTITY = ("name", "display_name", "family_id", "soc_versions", "extends", "de
 _NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 _NOT_INHERITED = ("name", "extends", "display_name", "soc_versions")
 """Identity keys a card that ``extends`` a family must state itself (its own name and SoCs)."""
-_RECORDS: dict[str, type] = {
-    "FrequencyRange": schema.FrequencyRange,
-    "OpSupport": schema.OpSupport,
-}
 
 
 @attrs.frozen(kw_only=True)
@@ -164,21 +161,21 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
     for key in ("name", "display_name", "family_id", "soc_versions"):
         if key not in ident:
             errors.append((f"product.{key}", f"required key is missing (expected "
-                           f"{_describe(product_hints[key])})"))
+                           f"{describe_type(product_hints[key])})"))
     name = ident.get("name")
     if isinstance(name, str) and not _NAME_RE.fullmatch(name):
         errors.append(("product.name", f"expected lower-case letters, digits and '_' starting "
                        f"with a letter (e.g. 'atlas_a2'), got {name!r}"))
     for key in _IDENTITY:
         if key in ident:
-            values[key] = _convert(ident[key], product_hints[key], f"product.{key}", errors)
+            values[key] = convert(ident[key], product_hints[key], f"product.{key}", errors)
     for section, cls in _SECTIONS.items():
         table = raw.get(section)
         if not isinstance(table, Mapping):
             got = "nothing" if table is None else repr(table)
             errors.append((section, f"expected a [{section}] table, got {got}"))
             continue
-        values[section] = _record(cls, table, section, errors)
+        values[section] = validate_record(cls, table, section, errors)
     ops_raw = raw.get("ops")
     ops: dict[str, OpSupport] = {}
     if not isinstance(ops_raw, Mapping) or "default" not in ops_raw:
@@ -189,7 +186,8 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
             if not isinstance(table, Mapping):
                 errors.append((f"ops.{op_type}", f"expected a table, got {table!r}"))
                 continue
-            record = _record(OpSupport, {"op_type": op_type, **table}, f"ops.{op_type}", errors)
+            record = validate_record(OpSupport, {"op_type": op_type, **table},
+                                     f"ops.{op_type}", errors)
             if record is not None:
                 ops[op_type] = record
         for op_type, support in ops.items():
@@ -207,41 +205,6 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
                               path=decl.path, key=first_key, errors=errors)
     default_op = ops.pop("default")
     return Product(**values, ops=ops, default_op=default_op, source_path=decl.path)
-
-
-def _record(cls: type, table: Mapping[str, Any], where: str, errors: list[tuple[str, str]]) -> Any:
-    """Validate ``table`` against the attrs record ``cls``; None (and errors) when invalid."""
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in attrs.fields(cls)}
-    before = len(errors)
-    kwargs: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in fields:
-            errors.append((f"{where}.{key}", f"expected a key in {sorted(fields)}, got "
-                           f"unknown key {key!r}"))
-            continue
-        kwargs[key] = _convert(value, hints[key], f"{where}.{key}", errors)
-    for name, field in fields.items():
-        if name not in table and field.default is attrs.NOTHING:
-            errors.append((f"{where}.{name}",
-                           f"required key is missing (expected {_describe(hints[name])})"))
-    if len(errors) > before:
-        return None
-    try:
-        return cls(**kwargs)
-    except (TypeError, ValueError) as exc:
-        errors.append(_validator_error(exc, where))
-        return None
-
-
-def _validator_error(exc: Exception, where: str) -> tuple[str, str]:
-    """(key path, message) for an attrs validator failure (``in_`` carries the options)."""
-    args = exc.args
-    if len(args) == 4 and isinstance(args[1], attrs.Attribute):
-        attribute, options, value = args[1], args[2], args[3]
-        return (f"{where}.{attribute.name}", f"expected one of {list(options)}, got {value!r}")
-    return (where, str(exc))
-
 
 def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]]) -> None:
     """Cross-key rules without which a declaration means nothing (the rest: conformance).
@@ -280,73 +243,3 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
                 errors.append((f"debug.kernel_meta.{level}",
                                f"expected an op_debug_level key in {list(DEBUG_LEVELS)}, "
                                f"got {level!r}"))
-
-
-_PLAIN = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
-
-
-def _describe(hint: Any) -> str:
-    """A TOML-speaking name of a type hint: ``a list of strings``, ``a table of integers``."""
-    if hint in _PLAIN:
-        return _PLAIN[hint]
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        return " or ".join("nothing" if a is type(None) else _describe(a) for a in args)
-    if origin is tuple:
-        return "a list of " + _plural(args[0])
-    if origin is Mapping or origin is dict:
-        return "a table of " + _plural(args[1])
-    if isinstance(hint, type) and attrs.has(hint):
-        return f"a {hint.__name__} table (keys {', '.join(f.name for f in attrs.fields(hint))})"
-    return str(hint).replace("typing.", "").replace("collections.abc.", "")
-
-
-def _plural(hint: Any) -> str:
-    text = _describe(hint)
-    for article in ("a list of ", "a table of "):
-        if text.startswith(article):
-            return text.replace("a ", "", 1).replace("list of", "lists of").replace(
-                "table of", "tables of")
-    if text.startswith(("a ", "an ")) and " " not in text.split(" ", 1)[1]:
-        return text.split(" ", 1)[1] + "s"
-    if text.startswith(("a ", "an ")):
-        return "tables like " + text
-    return text
-
-
-def _convert(value: Any, hint: Any, where: str, errors: list[tuple[str, str]]) -> Any:
-    """Check ``value`` against the type ``hint``; append an error and return None if it fails."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if hint is Any:
-        return value
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _convert(value, inner[0], where, errors)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif hint is str:
-        if isinstance(value, str):
-            return value
-    elif origin is tuple:
-        if isinstance(value, list):
-            return tuple(_convert(v, args[0], f"{where}[{i}]", errors) for i, v in enumerate(value))
-    elif origin is Mapping or origin is dict:
-        if isinstance(value, Mapping):
-            return {
-                str(k): _convert(v, args[1], f"{where}.{k}", errors) for k, v in value.items()
-            }
-    elif isinstance(hint, type) and attrs.has(hint):
-        if isinstance(value, Mapping):
-            return _record(hint, value, where, errors)
-    errors.append((where, f"expected {_describe(hint)}, got {value!r}"))
-    return None

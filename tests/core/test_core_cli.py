@@ -223,3 +223,38 @@ def test_broken_package_installed_beside_the_others_is_named_and_the_rest_listed
     row = next(line for line in plugins.stdout.splitlines() if line.startswith("brokencard"))
     assert row.split()[:4] == ["brokencard", "skipped", "entry", "point"]
     assert "brokencard (fake-broken-card 0.3) skipped: failed to import" in plugins.stdout
+
+
+def test_products_wraps_a_long_soc_list_and_keeps_every_soc(use_manager, write_toml,
+                                                            capsys) -> None:
+    socs = tuple(f"AscendLong{i:02d}" for i in range(12))
+    use_manager(longplug=declaring_plugin(write_toml(minimal_toml("long_card", socs))))
+    assert main(["products"]) == 0
+    out = capsys.readouterr().out
+    soc_column = out.splitlines()[0].index("SOC VERSIONS")
+    cells = [line[soc_column:].split("  ")[0] for line in out.splitlines()[1:]]
+    assert all(len(cell) <= 40 for cell in cells) and len(cells) > 1
+    assert " ".join(cells).replace(",", "").split() == list(socs)
+
+
+def test_products_without_products_names_the_disabled_plugins(use_manager, monkeypatch,
+                                                              capsys) -> None:
+    monkeypatch.setenv(DISABLE_ENV, "blocked_card")
+    use_manager(blocked_card=declaring_plugin())
+    assert main(["products"]) == 1
+    err = capsys.readouterr().err
+    assert "no product plugin is installed" in err
+    assert f"{DISABLE_ENV} blocks blocked_card" in err
+
+
+def test_describe_into_a_closed_pipe_exits_without_a_traceback(two_products, monkeypatch,
+                                                               capsys) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    closed = os.fdopen(write_end, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", closed)
+    try:
+        assert main(["describe", "big_card", "--json"]) == 1
+    finally:
+        closed.close()
+    assert "Traceback" not in capsys.readouterr().err

@@ -109,7 +109,8 @@ def test_force_fp32_and_cube_fp16in_fp32out_are_the_same():
 
 
 def test_force_fp32_matrix_chain():
-    """1. 优先选择输入数据类型为float16且输出数据类型为float32；2. 如果1中的场景不支持，则选择输入
+    """对于矩阵计算类算子，系统内部会按算子实现的支持情况处理：
+    1. 优先选择输入数据类型为float16且输出数据类型为float32；2. 如果1中的场景不支持，则选择输入
     数据类型为float32且输出数据类型为float32；3. 如果2中的场景不支持，则选择输入数据类型为float16且
     输出数据类型为float16；4. 如果3中的场景不支持，则报错。"""
     m = mode_from_name("force_fp32")
@@ -196,7 +197,7 @@ def test_mix_precision_fp16_lowers_some_fp32_and_bf16_ops():
 
 
 def test_mix_precision_bf16_lowers_some_fp32_ops_else_aicpu():
-    """针对原始模型中float32数据类型的算子，按照内置的优化策略，自动将部分float32的算子降低精度到
+    """表示使用混合精度bfloat16和float32数据类型来处理神经网络的过程。针对原始模型中float32数据类型的算子，按照内置的优化策略，自动将部分float32的算子降低精度到
     bfloat16……如果AI Core中算子不支持bfloat16和float32，则使用AI CPU算子进行计算；如果AI CPU算子
     也不支持，则执行报错。"""
     m = "allow_mix_precision_bf16"

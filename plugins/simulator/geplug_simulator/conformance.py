@@ -36,14 +36,14 @@ def run_node_tests(backend: Any, pattern: str | None = None) -> NodeTestResult:
     """Run ``OnnxBackendNodeModelTest`` (only tests matching ``pattern`` when given)."""
     import onnx.backend.test
 
-    bt = onnx.backend.test.BackendTest(backend, __name__)
-    if pattern:
-        bt.include(pattern)
-    case = bt.test_cases["OnnxBackendNodeModelTest"]
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(case)
     started = time.perf_counter()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings():  # onnx's test data generators warn on purpose
         warnings.simplefilter("ignore")
+        bt = onnx.backend.test.BackendTest(backend, __name__)
+        if pattern:
+            bt.include(pattern)
+        case = bt.test_cases["OnnxBackendNodeModelTest"]
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(case)
         result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
     failed = {t.id().rsplit(".", 1)[-1] for t, _ in result.failures}
     errors = {t.id().rsplit(".", 1)[-1] for t, _ in result.errors}

@@ -8,8 +8,9 @@ type between ops; an op reading them computes on float32 copies. An op whose dec
 float32 is left untouched, so a float32 model under must_keep_origin_dtype runs as it is.
 
 For float16 ops in ``high_performance`` mode, SoftmaxV2, LRN and average Pooling are replaced
-by subgraphs whose intermediates are held in float16 (the cheap implementation); in
-``high_precision`` mode only their inputs and outputs are float16 (options.md §9.1).
+by subgraphs whose intermediates are held in float16 (the cheap implementation,
+:mod:`geplug_simulator.fp16impl`); in ``high_precision`` mode only their inputs and outputs
+are float16 (options.md §9.1). The graph is built by :mod:`geplug_simulator.graphbuild`.
 """
 
 from __future__ import annotations
@@ -17,32 +18,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import attrs
-import ml_dtypes
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, numpy_helper
 
 from geplug.errors import CompileError
 from geplug.precision import OpDecision
+from geplug_simulator.fp16impl import IMPL_REWRITTEN_OPS, cheap_fp16
+from geplug_simulator.graphbuild import BF16, F16, F32, GraphBuilder, to_device
 from geplug_simulator.importer import ELEM_TYPES, ImportedModel
 
 __all__ = ["IMPL_REWRITTEN_OPS", "RewrittenModel", "TensorRef", "rewrite", "to_device"]
 
-F32, F16, BF16 = "float32", "float16", "bfloat16"
-_REDUCED = (F16, BF16)
 _PRECISION = (F32, F16, BF16)
-IMPL_REWRITTEN_OPS = frozenset({"Softmax", "LRN", "AveragePool", "GlobalAveragePool"})
-"""ONNX ops whose high_performance float16 implementation accumulates in float16."""
-
-_NP = {F32: np.float32, F16: np.float16, BF16: ml_dtypes.bfloat16}
-
-
-def to_device(array: np.ndarray, dtype: str) -> np.ndarray:
-    """``array`` (float32 holding values exact in ``dtype``) as the device holds it."""
-    target = _NP.get(dtype)
-    if target is None or array.dtype == target:
-        return array
-    return array.astype(target)
 
 
 @attrs.frozen
@@ -80,168 +68,9 @@ class RewrittenModel:
         return self.constants[name]
 
 
-class _Builder:
-    def __init__(self, imported: ImportedModel) -> None:
-        self.imported = imported
-        self.nodes: list[onnx.NodeProto] = []
-        self.new_inits: list[onnx.TensorProto] = []
-        self.cache: dict[tuple[str, str], str] = {}
-        self.rounded_as: dict[str, str] = {}
-        self.value_types: dict[str, int] = {}
-        self.casts = 0
-        self.names: set[str] = set()
-        self.init_protos = {i.name: i for i in imported.model.graph.initializer}
-        self.constants: dict[str, np.ndarray] = {}
-        for name, t in imported.types.items():
-            if t.dtype in ELEM_TYPES:
-                self.value_types[name] = ELEM_TYPES[t.dtype]
-        self.opset = imported.opset
-
-    def uniq(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names or name in self.imported.types:
-            name, k = f"{base}_{k}", k + 1
-        self.names.add(name)
-        return name
-
-    def constant(self, name: str) -> np.ndarray:
-        if name not in self.constants:
-            self.constants[name] = numpy_helper.to_array(self.init_protos[name])
-        return self.constants[name]
-
-    def add(self, op: str, inputs: Sequence[str], out: str, tag: str, **attrs_: object) -> str:
-        self.nodes.append(helper.make_node(op, list(inputs), [out], name=self.uniq(tag),
-                                           **attrs_))  # type: ignore[arg-type]
-        return out
-
-    def cast(self, src: str, dtype: str, tag: str, out: str | None = None) -> str:
-        out = out or self.uniq(f"{src}::{dtype}")
-        self.casts += 1
-        self.value_types[out] = ELEM_TYPES[dtype]
-        return self.add("Cast", [src], out, f"{tag}::cast", to=ELEM_TYPES[dtype])
-
-    def round_to(self, src: str, dtype: str, tag: str, out: str | None = None) -> str:
-        """A float32 tensor holding ``src`` (float32) rounded to ``dtype``."""
-        if dtype == F32 and out is None:
-            return src
-        if out is None:
-            if self.rounded_as.get(src) == dtype:
-                return src
-            key = (src, dtype)
-            if key in self.cache:
-                return self.cache[key]
-            if src in self.init_protos and src not in self.imported.inputs:
-                rounded = self.constant(src).astype(_NP[dtype]).astype(np.float32)
-                name = self.uniq(f"{src}::{dtype}")
-                self.new_inits.append(numpy_helper.from_array(rounded, name))
-                self.constants[name] = rounded
-                self.cache[key] = name
-                self.rounded_as[name] = dtype
-                return name
-        mid = self.cast(src, dtype, tag)
-        res = self.cast(mid, F32, tag, out=out)
-        if out is None:
-            self.cache[(src, dtype)] = res
-        self.rounded_as[res] = dtype
-        return res
-
-    # -- reduce helpers across opsets ------------------------------------------------------
-
-    def reduce(self, op: str, src: str, axes: Sequence[int], tag: str) -> str:
-        out = self.uniq(f"{tag}::{op}")
-        takes_input = (op == "ReduceSum" and self.opset >= 13) or self.opset >= 18
-        if takes_input:
-            axes_name = self.uniq(f"{tag}::axes")
-            self.new_inits.append(numpy_helper.from_array(np.array(axes, np.int64), axes_name))
-            return self.add(op, [src, axes_name], out, f"{tag}::{op}", keepdims=1)
-        return self.add(op, [src], out, f"{tag}::{op}", axes=list(axes), keepdims=1)
-
-    def scalar(self, value: float, tag: str) -> str:
-        name = self.uniq(f"{tag}::const")
-        self.new_inits.append(numpy_helper.from_array(np.array(value, np.float32), name))
-        return name
-
-
-def _attr(node: onnx.NodeProto, name: str, default: object) -> object:
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
-def _cheap_fp16(b: _Builder, node: onnx.NodeProto, x: str, y_raw: str) -> bool:
-    """Emit the float16-accumulating form of ``node`` (x: rounded float32 input). False when
-    the node's form is not covered (the careful form is used instead)."""
-    tag = node.name
-    r16 = lambda src: b.round_to(src, F16, tag)  # noqa: E731
-    shape = b.imported.types.get(node.input[0])
-    rank = len(shape.shape) if shape is not None and shape.shape is not None else None
-    if node.op_type == "Softmax" and b.opset >= 13:
-        axis = int(_attr(node, "axis", -1))  # type: ignore[call-overload]
-        m = b.reduce("ReduceMax", x, [axis], tag)
-        d = r16(b.add("Sub", [x, m], b.uniq(f"{tag}::sub"), f"{tag}::sub"))
-        e = r16(b.add("Exp", [d], b.uniq(f"{tag}::exp"), f"{tag}::exp"))
-        s = r16(b.reduce("ReduceSum", e, [axis], tag))
-        b.add("Div", [e, s], y_raw, f"{tag}::div")
-        return True
-    if node.op_type == "LRN" and rank is not None and rank >= 3:
-        size = int(_attr(node, "size", 1))  # type: ignore[call-overload]
-        alpha = float(_attr(node, "alpha", 1e-4))  # type: ignore[arg-type]
-        beta = float(_attr(node, "beta", 0.75))  # type: ignore[arg-type]
-        bias = float(_attr(node, "bias", 1.0))  # type: ignore[arg-type]
-        sq = r16(b.add("Mul", [x, x], b.uniq(f"{tag}::sq"), f"{tag}::sq"))
-        shp = b.add("Shape", [x], b.uniq(f"{tag}::shape"), f"{tag}::shape")
-        to4 = b.uniq(f"{tag}::to4")
-        b.new_inits.append(numpy_helper.from_array(np.array([0, 1, 0, -1], np.int64), to4))
-        r4 = b.add("Reshape", [sq, to4], b.uniq(f"{tag}::r4"), f"{tag}::r4")
-        w = b.uniq(f"{tag}::window")
-        b.new_inits.append(numpy_helper.from_array(np.ones((1, 1, size, 1), np.float32), w))
-        lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
-        s4 = b.add("Conv", [r4, w], b.uniq(f"{tag}::sum"), f"{tag}::sum",
-                   pads=[lo, 0, hi, 0])
-        s = r16(b.add("Reshape", [s4, shp], b.uniq(f"{tag}::sumr"), f"{tag}::sumr"))
-        t = r16(b.add("Mul", [s, b.scalar(alpha / size, tag)], b.uniq(f"{tag}::scale"),
-                      f"{tag}::scale"))
-        t = r16(b.add("Add", [t, b.scalar(bias, tag)], b.uniq(f"{tag}::bias"), f"{tag}::bias"))
-        p = r16(b.add("Pow", [t, b.scalar(beta, tag)], b.uniq(f"{tag}::pow"), f"{tag}::pow"))
-        b.add("Div", [x, p], y_raw, f"{tag}::div")
-        return True
-    if node.op_type in ("AveragePool", "GlobalAveragePool"):
-        if node.op_type == "AveragePool":
-            kernel = list(_attr(node, "kernel_shape", []))  # type: ignore[call-overload]
-            pads = list(_attr(node, "pads", []))  # type: ignore[call-overload]
-            auto_pad = _attr(node, "auto_pad", b"NOTSET")
-            include = int(_attr(node, "count_include_pad", 0))  # type: ignore[call-overload]
-            if not kernel or (any(pads) and not include) or auto_pad not in (
-                b"NOTSET", b"VALID", "NOTSET", "VALID"
-            ):
-                return False
-            count = float(np.prod(kernel))
-        else:
-            if shape is None or shape.shape is None or any(
-                d is None for d in shape.shape[2:]
-            ):
-                return False
-            count = float(np.prod([int(d or 1) for d in shape.shape[2:]]))
-        pooled = b.uniq(f"{tag}::avg")
-        new = onnx.NodeProto()
-        new.CopyFrom(node)
-        del new.input[:]
-        new.input.extend([x])
-        del new.output[:]
-        new.output.extend([pooled])
-        new.name = b.uniq(f"{tag}::avg")
-        b.nodes.append(new)
-        k = b.scalar(count, tag)
-        total = r16(b.add("Mul", [pooled, k], b.uniq(f"{tag}::sum"), f"{tag}::sum"))
-        b.add("Div", [total, k], y_raw, f"{tag}::div")
-        return True
-    return False
-
-
 def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> RewrittenModel:
     """The model to run for ``decisions`` (one per node, in node order)."""
-    b = _Builder(imported)
+    b = GraphBuilder(imported)
     graph = imported.model.graph
     by_node = {d.node: d for d in decisions}
     op_inputs: dict[str, tuple[TensorRef, ...]] = {}
@@ -316,7 +145,7 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
             and node.op_type in IMPL_REWRITTEN_OPS and len(finals) == 1
             and len(new.output) == 1
         )
-        if cheap and _cheap_fp16(b, node, new.input[0], new.output[0]):
+        if cheap and cheap_fp16(b, node, new.input[0], new.output[0]):
             impl_rewritten.append(node.name)
         else:
             b.nodes.append(new)

@@ -15,6 +15,7 @@ from geplug.testing.plugin import require_product
 
 
 def test_level_3_keeps_o_and_json_with_real_fields(tmp_path):
+    """3：不开启算子debug功能，且在训练脚本执行目录下的kernel_meta文件夹中保留.o和.json文件。"""
     a2 = require_product("atlas_a2")
     meta = tmp_path / "kernel_meta"
     system = make_system(a2, op_debug_level=3, resolved__kernel_meta_dir=str(meta))
@@ -31,6 +32,8 @@ def test_level_3_keeps_o_and_json_with_real_fields(tmp_path):
 
 
 def test_level_1_adds_cce_and_loc_files(tmp_path):
+    """1：开启算子debug功能，在训练脚本执行目录下的kernel_meta文件夹中生成TBE指令映射文件（算子cce文件
+    *.cce、python-cce映射文件*_loc.json、.o和.json文件）……"""
     a2 = require_product("atlas_a2")
     meta = tmp_path / "kernel_meta"
     make_system(a2, op_debug_level=1, resolved__kernel_meta_dir=str(meta)).compile(
@@ -109,6 +112,8 @@ def test_cli_demo_prints_its_summary_and_writes_nothing(tmp_path, capsys, monkey
 
 
 def test_kernel_meta_files_follow_each_products_declaration(tmp_path):
+    """Each level's files are product data, e.g. 注意：Atlas 350 加速卡不会生成TBE指定映射文件
+    和UB融合计算描述文件。 (level 4: .o, .json, .cce and {$kernel_name}_compute.json elsewhere)."""
     import re
 
     from geplug.testing.plugin import installed_products
@@ -137,3 +142,36 @@ def test_debug_dir_holds_kernel_meta_through_initialize_system(tmp_path, monkeyp
     assert compiled.kernel_meta_files
     root = str(tmp_path / "dbg" / "kernel_meta")
     assert all(f.startswith(root) for f in compiled.kernel_meta_files)
+
+
+def test_level_2_builds_larger_kernels_than_level_1(tmp_path):
+    """配置为2（即开启ccec编译选项）的场景下，会增大算子Kernel（*.o文件）的大小。"""
+    product = any_product()
+    sizes = {}
+    for level in (1, 2):
+        meta = tmp_path / str(level)
+        make_system(product, op_debug_level=level,
+                    resolved__kernel_meta_dir=str(meta)).compile(overflow_model())
+        objects = list(meta.glob("*.o"))
+        if not objects:
+            import pytest
+
+            pytest.skip(f"{product.name} declares no .o at levels 1/2")
+        sizes[level] = max(p.stat().st_size for p in objects)
+    assert sizes[2] > sizes[1]
+
+
+def test_communication_fused_ops_get_no_kernel_files():
+    """debug功能开关打开场景下，若模型中含有如下通算融合算子，算子编译目录kernel_meta中，不会生成下述
+    算子的*.o、*.json、*.cce文件。"""
+    from geplug_simulator.kernel_meta import COMM_FUSED_OPS, kernel_suffixes
+
+    from geplug.config.model import SessionConfig
+    from geplug.config.resolved import ResolvedConfig
+
+    product = any_product()
+    config = ResolvedConfig(product=product.name, config=SessionConfig(op_debug_level=1),
+                            kernel_meta_dir="/tmp/km")
+    assert kernel_suffixes(product, config, "n", "MatMulV2")
+    for op_type in COMM_FUSED_OPS:
+        assert kernel_suffixes(product, config, "n", op_type) == ()
