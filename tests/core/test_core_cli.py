@@ -199,7 +199,6 @@ def _run_cli(args: list[str], site: object) -> subprocess.CompletedProcess[str]:
     """``geplug ARGS`` in a fresh interpreter with ``site`` on its path (an installed dist)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop(DISABLE_ENV, None)
     return subprocess.run([sys.executable, "-m", "geplug.cli.main", *args], env=env,
                           capture_output=True, text=True, check=False)
 

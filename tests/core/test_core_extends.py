@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from geplug.plugin import PluginManager, PluginSkippedWarning
+from geplug.plugin import DISABLE_ENV, PluginManager, PluginSkippedWarning
 from geplug.testing.conformance import check_product
 from geplug.testing.samples import card_files, minimal_toml
 
@@ -97,7 +97,8 @@ def test_extends_cycle_is_reported(fake_distribution) -> None:
     assert len(products) == 0
 
 
-def test_example_package_installs_loads_and_conforms(fake_distribution) -> None:
+def test_example_package_installs_loads_and_conforms(fake_distribution, monkeypatch) -> None:
+    monkeypatch.delenv(DISABLE_ENV, raising=False)  # both packages come from the checkout
     fake_distribution("fake-atlas-a2", path=REPO / "plugins" / "atlas_a2",
                       entry_points={"atlas_a2": "geplug_atlas_a2.hooks"})
     fake_distribution("fake-example-card", path=REPO / "examples" / "geplug-example-card",

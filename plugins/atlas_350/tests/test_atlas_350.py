@@ -6,6 +6,8 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
+pytestmark = pytest.mark.requires_products("atlas_350")
+
 TBE_MAPPING_SUFFIXES = (".cce", "_loc.json", "_compute.json")
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
+pytestmark = pytest.mark.requires_products("atlas_a2")
+
 CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose")
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
+pytestmark = pytest.mark.requires_products("atlas_a3")
+
 
 @pytest.fixture(scope="module")
 def a3(product_registry: ProductRegistry) -> Product:

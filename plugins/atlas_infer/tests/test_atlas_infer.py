@@ -6,6 +6,8 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
+pytestmark = pytest.mark.requires_products("atlas_infer", "atlas_200i_a2")
+
 NAMES = ("atlas_infer", "atlas_200i_a2")
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
+pytestmark = pytest.mark.requires_products("atlas_train")
+
 CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose")
 
 

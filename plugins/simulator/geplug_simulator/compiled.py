@@ -87,6 +87,11 @@ class CompiledModel:
 
     # -- public API ------------------------------------------------------------------------
 
+    @property
+    def dynamic_shape(self) -> bool:
+        """Whether a graph input has a symbolic or unknown dimension (a dynamic-shape graph)."""
+        return self._symbolic
+
     def inject_fault(self, node: str | None) -> None:
         """Raise a simulated AI Core error when ``node`` runs (``None`` clears it).
 

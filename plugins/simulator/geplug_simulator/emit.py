@@ -176,7 +176,7 @@ class StepEmitter:
         if not (dump or prof or fault):
             return
         run = RunInfo(system=system, model_name=c.name, model_id=c.model_id, step=step,
-                      device_id=system.device_id)
+                      device_id=system.device_id, dynamic_shape=c.dynamic_shape)
         t = max(time.time() * 1e6, self.clock_us)
         emit_profile = system.emit_profile
         if prof:

@@ -238,7 +238,7 @@ class SimRuntime:
         factory = SessionFactory(options.get("threads", self.factory.threads), self)
         session = factory.session(rewritten.model, imported.name)
         costs, specs = self._costs(imported, decisions)
-        records = self._records(decisions, costs)
+        records = self._records(decisions, costs, imported)
         kernel_files = write_kernel_meta(system.product, system.config, specs)
         model_id = system.next_model_id()
         compiled = CompiledModel(
@@ -283,13 +283,20 @@ class SimRuntime:
             ))
         return costs, specs
 
-    def _records(self, decisions: Sequence[Any], costs: dict[str, OpCost]) -> tuple[OpRecord, ...]:
+    def _records(
+        self, decisions: Sequence[Any], costs: dict[str, OpCost], imported: ImportedModel
+    ) -> tuple[OpRecord, ...]:
+        """One record per op; ``data_inputs`` names the graph inputs (GE Data ops) it reads."""
+        graph_inputs = set(imported.inputs)
+        node_inputs = {n.name: tuple(n.input) for n in imported.model.graph.node}
         return tuple(
             OpRecord(
                 name=d.node, op_type=d.op_type, onnx_op=d.onnx_op, engine=d.engine,
                 dtype=d.dtype or "float32", impl_mode=d.impl_mode,
                 task_id=self.system.next_task_id(), stream_id=0,
                 block_dim=costs[d.node].block_dim, task_type=costs[d.node].task_type,
+                data_inputs=tuple(dict.fromkeys(
+                    i for i in node_inputs.get(d.node, ()) if i in graph_inputs)),
             )
             for d in decisions
         )
