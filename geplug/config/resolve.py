@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from geplug.config.defaults import default_exception_dump, default_precision, graph_run_mode
+from geplug.config.locations import exception_dump_location
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER
 from geplug.config.problems import Problem
@@ -183,26 +184,18 @@ def resolve(
         kernel_meta_dir = os.path.abspath(os.path.join(base, "kernel_meta"))
         sources["kernel_meta_dir"] = km_src
 
-    # exception dump (§8, formats.md §4)
-    if collect:
-        new["enable_exception_dump"] = 1
-        sources["enable_exception_dump"] = Source.env("NPU_COLLECT_PATH")
-        exc_level = 1
-    else:
-        fill("enable_exception_dump", default_exception_dump(c.front_end), Source.BUILTIN_DEFAULT)
-        exc_level = c.enable_exception_dump if c.enable_exception_dump is not None else \
-            default_exception_dump(c.front_end)
-    exception_dir = None
-    if exc_level in (1, 2):
-        if exc_level == 1 and collect:
-            root, root_src = collect, Source.env("NPU_COLLECT_PATH")
-        elif env.get("ASCEND_WORK_PATH"):
-            root, root_src = env["ASCEND_WORK_PATH"], Source.env("ASCEND_WORK_PATH")
-        else:
-            root, root_src = cwd, Source.BUILTIN_DEFAULT
-        exception_dir = os.path.abspath(os.path.join(
-            cwd, root, "extra-info", "data-dump", str(device_id)))
-        sources["exception_dump_dir"] = root_src
+    # exception dump (§8, formats.md §4): one rule, shared with the dump writer
+    fill("enable_exception_dump", default_exception_dump(c.front_end), Source.BUILTIN_DEFAULT)
+    option_level = new.get("enable_exception_dump", c.enable_exception_dump)
+    location = exception_dump_location(
+        option_level if option_level in (0, 1, 2) else 0, env, device_id, cwd)
+    if location.level_source:
+        new["enable_exception_dump"] = location.level
+        sources["enable_exception_dump"] = location.level_source
+    exc_level = location.level
+    exception_dir = location.directory
+    if exception_dir is not None:
+        sources["exception_dump_dir"] = location.root_source
 
     # implementation modes (§9)
     imp = product.implmode

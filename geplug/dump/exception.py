@@ -17,53 +17,15 @@ logger; level 1 also logs the op name, kernel and every tensor's dtype, shape an
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Mapping
 
 from geplug.dump.encode import TensorPayload, encode_dump
 from geplug.dump.fileio import ensure_dir, publish
 from geplug.dump.naming import dump_file_name
 from geplug.events import DumpEvent
 
-__all__ = ["DUMP_SCENES", "ExceptionDumpWriter", "exception_dump_location"]
+__all__ = ["ExceptionDumpWriter"]
 
 log = logging.getLogger("geplug.dump")
-
-DUMP_SCENES = {"aic_err_brief_dump": 2, "aic_err_norm_dump": 1, "aic_err_detail_dump": 1}
-"""ASCEND_DUMP_SCENE values -> exception dump level (brief is the lite L0 dump)."""
-
-
-def exception_dump_location(
-    level: int,
-    env: Mapping[str, str],
-    device_id: int,
-    cwd: str | None = None,
-) -> tuple[int, str | None]:
-    """(effective level, directory) of the exception dump from the option and environment.
-
-    Priorities of formats.md §4 / options.md §14: ``ASCEND_DUMP_SCENE`` > ``NPU_COLLECT_PATH``
-    (forces level 1) > the option. Roots: scene: ASCEND_DUMP_PATH > ASCEND_WORK_PATH > cwd;
-    level 1: NPU_COLLECT_PATH > ASCEND_WORK_PATH > cwd; level 2: ASCEND_WORK_PATH > cwd. The
-    directory is ``{root}/extra-info/data-dump/{device_id}`` (absolute), ``None`` when off.
-    """
-    cwd = cwd or os.getcwd()
-    work = env.get("ASCEND_WORK_PATH") or ""
-    scene = env.get("ASCEND_DUMP_SCENE") or ""
-    collect = env.get("NPU_COLLECT_PATH") or ""
-    if scene in DUMP_SCENES:
-        level, root = DUMP_SCENES[scene], env.get("ASCEND_DUMP_PATH") or work or cwd
-    elif collect:
-        level, root = 1, collect
-    elif level == 1:
-        root = work or cwd
-    elif level == 2:
-        root = work or cwd
-    else:
-        return 0, None
-    path = os.path.join(os.path.abspath(os.path.join(cwd, root)), "extra-info", "data-dump",
-                        str(int(device_id)))
-    return level, path
-
 
 def _dfx_message(event: DumpEvent, level: int, addresses: list[int]) -> str:
     op = event.op

@@ -33,11 +33,7 @@ class SystemDumpState:
     def __init__(self, system: System) -> None:
         # the writers (numpy, protobuf) load on first use, so loading plugins stays cheap
         from geplug.dump.data_writer import DataDumpWriter
-        from geplug.dump.exception import (
-            DUMP_SCENES,
-            ExceptionDumpWriter,
-            exception_dump_location,
-        )
+        from geplug.dump.exception import ExceptionDumpWriter
         from geplug.dump.layout import DumpLayout
         from geplug.dump.overflow import OverflowWriter
         from geplug.dump.stats import StatsWriter
@@ -62,11 +58,13 @@ class SystemDumpState:
             self.overflow = OverflowWriter(self.layout, self.data, product=product.name)
             self.stats = StatsWriter(self.layout)
         self.exception = ExceptionDumpWriter()
-        level = resolved.exception_dump_level
-        directory = resolved.exception_dump_dir
-        if os.environ.get("ASCEND_DUMP_SCENE") in DUMP_SCENES or (level and directory is None):
-            # ASCEND_DUMP_SCENE wins over everything the resolver saw (formats.md §4)
-            level, directory = exception_dump_location(level, os.environ, resolved.device_id)
+        # level and directory come from resolution (geplug.config.locations, formats.md §4);
+        # a hand-built ResolvedConfig without a directory gets the same rule from the process
+        level, directory = resolved.exception_dump_level, resolved.exception_dump_dir
+        if level and directory is None:
+            from geplug.config.locations import exception_dump_location
+
+            directory = exception_dump_location(level, os.environ, resolved.device_id).directory
         self.exception_level = level
         self.exception_dir = directory
         self.data_ops_written: set[tuple[str, int, str]] = set()

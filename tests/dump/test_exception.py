@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from geplug.dump.exception import exception_dump_location
+from geplug.config.locations import exception_dump_location
 from geplug.dump.naming import READER_REGEX, parse_dump_name
 from geplug.dump.reader import read_dump
 
@@ -106,12 +106,17 @@ def test_missing_directory_falls_back_to_the_environment_priorities(
     assert path.startswith(str(tmp_path / "work" / "extra-info" / "data-dump" / "0") + os.sep)
 
 
-def test_ascend_dump_scene_wins_over_the_resolved_location(
-    make_system: Any, make_event: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+def test_ascend_dump_scene_wins_over_the_option_in_resolution(
+    make_system: Any, make_event: Any, tmp_path: Any, plain_product: Any
 ) -> None:
-    monkeypatch.setenv("ASCEND_DUMP_SCENE", "aic_err_brief_dump")
-    monkeypatch.setenv("ASCEND_DUMP_PATH", str(tmp_path / "scene"))
-    system = _system(make_system, tmp_path, 0)
+    from geplug.config import SessionConfig, resolve
+
+    env = {"ASCEND_DUMP_SCENE": "aic_err_brief_dump", "ASCEND_DUMP_PATH": str(tmp_path / "scene")}
+    resolved = resolve(SessionConfig(enable_exception_dump=0), plain_product, env=env,
+                       cwd=str(tmp_path))
+    assert resolved.source("enable_exception_dump") == "environment ASCEND_DUMP_SCENE"
+    system = make_system(resolved={"exception_dump_level": resolved.exception_dump_level,
+                                   "exception_dump_dir": resolved.exception_dump_dir})
     (path,) = _exception(system, make_event)
     assert os.path.dirname(path) == str(tmp_path / "scene" / "extra-info" / "data-dump" / "0")
     assert len(read_dump(path).spaces) == 2  # brief = the lite level: workspace and tiling
@@ -132,7 +137,8 @@ def test_ascend_dump_scene_wins_over_the_resolved_location(
 ])
 def test_exception_dump_location_priorities(level: int, env: dict[str, str],
                                             expected_level: int, root: str | None) -> None:
-    got_level, directory = exception_dump_location(level, env, 5, cwd="/cwd")
+    location = exception_dump_location(level, env, 5, cwd="/cwd")
+    got_level, directory = location.level, location.directory
     assert got_level == expected_level
     if root is None:
         assert directory is None
