@@ -66,8 +66,9 @@ class HostSampler:
             import psutil
         except ImportError:
             self.notices.append("host_sys / host_sys_usage: psutil is not installed, nothing "
-                                "collected (pip install 'geplug[host]')")
+                                "collected (pip install psutil)")
             self.items = []
+            warnings.warn(HostSamplingWarning(self.notices[-1]), stacklevel=3)
             return
         self._psutil = psutil
         proc = psutil.Process()

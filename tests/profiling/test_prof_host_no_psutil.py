@@ -1,0 +1,18 @@
+"""Without psutil, host sampling warns (and says so in the notice) instead of staying silent."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from geplug.profiling.host_sampler import HostSampler, HostSamplingWarning
+
+
+def test_missing_psutil_is_warned_about_not_faked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psutil", None)  # makes `import psutil` raise ImportError
+    sampler = HostSampler(("cpu", "mem"), (), 10, log=None)  # type: ignore[arg-type]
+    with pytest.warns(HostSamplingWarning, match="psutil is not installed"):
+        sampler.start()
+    assert sampler.items == [] and sampler.samples == 0
+    assert any("psutil" in n for n in sampler.notices)
