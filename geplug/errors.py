@@ -14,14 +14,17 @@ __all__ = [
     "CapabilityError",
     "CompileError",
     "ConfigError",
+    "ConfigWarning",
     "DumpError",
     "GeplugError",
     "NotInitializedError",
     "PluginConflictError",
     "PluginError",
+    "ProductNotNamedError",
     "ProfilingError",
     "RankQueryError",
     "RankTableError",
+    "RunError",
     "UnknownProductError",
 ]
 
@@ -69,19 +72,28 @@ class CapabilityError(GeplugError):
 
 
 class UnknownProductError(GeplugError):
-    """No installed product has this name or SoC string; ``suggestions`` are the closest names."""
+    """No installed product has this name or SoC string; ``suggestions`` are the closest names.
 
-    def __init__(self, name: str, suggestions: Sequence[str], known: Sequence[str]) -> None:
+    ``note``, when given, says why instead (the plugin declaring it is installed but disabled
+    by GEPLUG_DISABLE_PLUGINS, or was skipped).
+    """
+
+    def __init__(self, name: str, suggestions: Sequence[str], known: Sequence[str], *,
+                 note: str = "") -> None:
         self.name = name
         self.suggestions = tuple(suggestions)
         self.known = tuple(known)
-        if not known:
+        self.note = note
+        if note:
+            hint = note
+        elif not known:
             hint = "no product plugin is installed; install one, e.g. `pip install geplug-atlas-a2`"
         elif suggestions:
             hint = "did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
         else:
             hint = "installed products: " + ", ".join(known)
-        super().__init__(f"unknown product {name!r}: {hint}")
+        head = "product {!r} is not available" if note else "unknown product {!r}"
+        super().__init__(f"{head.format(name)}: {hint}")
 
 
 class ConfigError(GeplugError):
@@ -94,6 +106,28 @@ class ConfigError(GeplugError):
         head = f"{len(errors)} configuration error(s)" + (f" in {source}" if source else "")
         lines = [head + ":"] + [f"  - {p.render()}" for p in errors]
         super().__init__("\n".join(lines))
+
+
+class ProductNotNamedError(ConfigError):
+    """No product was named and several are installed (``installed`` lists them).
+
+    The message speaks to Python callers (``initialize_system(product=...)``); a command-line
+    front end catches this class and says ``--product P`` instead.
+    """
+
+    def __init__(self, problems: Sequence[Problem], *, source: str = "",
+                 installed: Sequence[str] = ()) -> None:
+        super().__init__(problems, source=source)
+        self.installed = tuple(installed)
+
+
+class ConfigWarning(UserWarning):
+    """A configuration accepted with a warning (``problem``): issued by ``initialize_system``
+    for each warning of the check, naming the option, the value and the hint."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.render())
+        self.problem = problem
 
 
 class BackendError(GeplugError):
@@ -145,6 +179,17 @@ class RankQueryError(GeplugError, ValueError):
     def __init__(self, message: str, *, group: str = "") -> None:
         super().__init__(message)
         self.group = group
+
+
+class RunError(GeplugError, ValueError):
+    """A compiled model cannot run as asked; ``argument`` names the bad argument (``step``).
+
+    A ``ValueError`` too, like any bad argument value.
+    """
+
+    def __init__(self, message: str, *, argument: str = "") -> None:
+        super().__init__(message)
+        self.argument = argument
 
 
 class DumpError(GeplugError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
 __all__ = ["add_parser"]
@@ -25,14 +26,41 @@ def _inputs(parser: argparse.ArgumentParser) -> None:
                         help="the GE level the --ge-options map is passed at (options at "
                              "another level are errors)")
     parser.add_argument("--atc", metavar='"ARGS"',
-                        help='read ATC arguments instead, e.g. --atc "--precision_mode=force_fp16"')
+                        help='read ATC arguments instead; write --atc="..." (ATC flags start '
+                             'with "--", which argparse would take for an option of geplug), '
+                             'and include --soc_version, which ATC requires (E10054), e.g. '
+                             '--atc="--precision_mode=force_fp16 --soc_version=Ascend910B3"')
     parser.add_argument("--product", metavar="P", help="product name or SoC version string")
+
+
+ATC_FORM = '--atc="ARGS"'
+"""How ``--atc`` must be written: its value starts with ``--``, so ``--atc "--flag=v"`` with a
+single flag is rejected by argparse (``expected one argument``)."""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help text wrapped at spaces only (so ``--atc="--flag=value"`` stays in one piece), and
+    ``--atc`` shown in the ``--atc="ARGS"`` form that always works."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if action.dest == "atc":
+            return ATC_FORM
+        return super()._format_action_invocation(action)
+
+    def _format_usage(self, usage: Any, actions: Any, groups: Any, prefix: Any) -> str:
+        text = super()._format_usage(usage, actions, groups, prefix)
+        return text.replace('--atc "ARGS"', ATC_FORM)
 
 
 def add_parser(subparsers: Any) -> None:
     """Add ``check``, ``resolve`` and ``export`` to the ``geplug`` sub-commands."""
     p = subparsers.add_parser("check", help="check a session configuration against products",
-                              description="Report every problem of a configuration at once.")
+                              description="Report every problem of a configuration at once.",
+                              formatter_class=_HelpFormatter)
     _inputs(p)
     p.add_argument("--all-products", action="store_true",
                    help="check against every installed product (a matrix)")
@@ -41,14 +69,17 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_check_cmd)
 
-    p = subparsers.add_parser("resolve", help="show the effective values and their sources")
+    p = subparsers.add_parser("resolve", help="show the effective values and their sources",
+                              formatter_class=_HelpFormatter)
     _inputs(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_resolve_cmd)
 
-    p = subparsers.add_parser("export", help="export to GE / TF / ATC / torch_npu form")
+    p = subparsers.add_parser("export", help="export to GE / TF / ATC / torch_npu form",
+                              formatter_class=_HelpFormatter)
     _inputs(p)
-    p.add_argument("--to", required=True, choices=("ge", "tf", "atc", "torch_npu", "torch"))
+    p.add_argument("--to", required=True, choices=("ge", "tf", "atc", "torch_npu", "torch"),
+                   help="the target form; torch is an alias of torch_npu (the front_end name)")
     p.set_defaults(func=_export_cmd)
 
 
@@ -102,7 +133,7 @@ def _read_or_usage(args: argparse.Namespace, *, allow_all: bool
     """(config, parsing problems, products) or the usage exit code after saying why."""
     read = _read(args)
     if read is None:
-        return _usage("give exactly one of CONFIG, --ge-options FILE or --atc ARGS")
+        return _usage(f"give exactly one of CONFIG, --ge-options FILE or {ATC_FORM}")
     config, parse_problems = read
     products = _products(args, config, allow_all=allow_all)
     if products is None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PRECISION_MODES",
     "PRECISION_MODES_V2",
+    "TF_ADAPTER_FRONT_ENDS",
     "default_exception_dump",
     "default_precision",
     "graph_run_mode",
@@ -30,6 +31,10 @@ PRECISION_MODES_V2 = (
 )
 """Every precision_mode_v2 value of any layer (options.md §5.2)."""
 
+TF_ADAPTER_FRONT_ENDS = ("tf", "python")
+"""Front ends whose options pass through the TF adapter (its defaults apply, options.md §12;
+with profiling_mode on and no options it substitutes its default JSON, §3.1)."""
+
 _RUN_MODE_DEFAULT = {"tf": 1, "python": 1, "torch": 1, "ge": 0, "atc": 0}
 _EXCEPTION_DEFAULT = {"tf": 2, "python": 2, "torch": 0, "ge": 0, "atc": 0}
 
@@ -45,7 +50,7 @@ def graph_run_mode(config: SessionConfig, product: Product) -> tuple[int, str]:
     value = _RUN_MODE_DEFAULT.get(config.front_end, 1)
     if value == 1 and not product.runtime.training:
         return 0, Source.PRODUCT_DEFAULT
-    return value, Source.BUILTIN_DEFAULT
+    return value, Source.front_end(config.front_end)
 
 
 def default_exception_dump(front_end: str) -> int:

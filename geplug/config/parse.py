@@ -95,14 +95,14 @@ def parse_toml_text(text: str, *, source: str = "<toml>") -> Parsed:
     """Read TOML text whose keys are option names (``profiling_options`` a table or JSON)."""
     if len(text) > MAX_TOML_BYTES:
         return SessionConfig(), [Problem(
-            option=source, value=short(text), severity="error",
+            option=source, value=source, severity="error",
             message=f"the configuration is {len(text)} characters; at most {MAX_TOML_BYTES}",
             hint="this does not look like a session configuration")]
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
         return SessionConfig(), [Problem(
-            option=source, value=None, severity="error", message=f"malformed TOML: {exc}",
+            option=source, value=source, severity="error", message=f"malformed TOML: {exc}",
             hint="fix the TOML syntax (strings need quotes, tables [name])")]
     return parse_mapping(data)
 
@@ -147,4 +147,4 @@ def parse_source(obj: Any) -> Parsed:
             return parse_ge_file(name)
         return parse_toml_file(name)
     return SessionConfig(), [type_problem(
-        "<config>", obj, "None, a SessionConfig, a mapping or a path to a TOML file")]
+        "<config>", obj, "a SessionConfig, a mapping, a path to a TOML file or nothing")]

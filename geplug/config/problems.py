@@ -32,10 +32,24 @@ class Problem:
         return (self.option, self.severity, self.message, repr(self.value))
 
     def render(self) -> str:
-        """One readable line: ``option = value: message (hint) [code]``."""
-        text = f"{self.option} = {self.value!r}: {self.message}"
+        """One readable line: ``option = value: message; hint [code]``.
+
+        An unset value reads ``option (not set)`` (never Python's ``None``); a problem about a
+        file as a whole (``value`` is the option path itself) reads ``path: message``. A
+        message that ends a sentence loses its final full stop before ``; hint``.
+        """
+        if self.value is None:
+            head = f"{self.option} (not set)"
+        elif isinstance(self.value, str) and self.value == self.option:
+            head = self.option
+        else:
+            head = f"{self.option} = {self.value!r}"
+        message = self.message.rstrip()
+        text = f"{head}: {message}"
         if self.hint:
-            text += f"; {self.hint}"
+            if message.endswith(".") and not message.endswith(".."):
+                message = message[:-1]
+            text = f"{head}: {message}; {self.hint.strip()}"
         if self.code:
             text += f" [{self.code}]"
         return text

@@ -17,7 +17,7 @@ from geplug.config.defaults import default_exception_dump, default_precision, gr
 from geplug.config.locations import exception_dump_location
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER
-from geplug.config.problems import Problem
+from geplug.config.profiling_source import profiling_in_force
 from geplug.config.resolved import ResolvedConfig, Source
 from geplug.config.text import digits
 from geplug.products.schema import Product
@@ -77,8 +77,10 @@ def resolve(
 
     run_mode, run_src = graph_run_mode(c, product)
     fill("graph_run_mode", run_mode, run_src)
-    if run_mode == 0:
-        sources["enable_small_channel"] = Source.RUN_MODE_DEFAULT
+    sources["run_mode"] = run_src
+    # R29: the TF adapter forces enable_small_channel = 1 in online inference
+    sources["enable_small_channel"] = Source.RUN_MODE_DEFAULT if run_mode == 0 else \
+        Source.BUILTIN_DEFAULT
 
     # precision (§5.3)
     if c.precision_mode is None and c.precision_mode_v2 is None:
@@ -88,35 +90,22 @@ def resolve(
         new["precision_mode_v2"] = None  # invalid (E10056); keep v1 so the contract holds
         sources.pop("precision_mode_v2", None)
 
-    # profiling (§3.1, §14)
-    profiling_on = c.profiling_mode
-    if profiling_on is None:
-        if (env.get("PROFILING_MODE") or "").lower() == "true":
-            profiling_on = True
-            fill("profiling_mode", True, Source.env("PROFILING_MODE"))
-        else:
-            profiling_on = False
-            fill("profiling_mode", False, Source.BUILTIN_DEFAULT)
-    opts = c.profiling_options
+    # profiling (§3.1, §14): one rule with check (geplug.config.profiling_source)
+    force = profiling_in_force(c, env)
     profiling_output = None
-    if profiling_on:
-        if opts is None:
-            from geplug.config.parse import parse_profiling_options
-
-            env_opts: ProfilingOptions | None = None
-            problems: list[Problem] = []
-            if c.profiling_mode is None and env.get("PROFILING_OPTIONS"):
-                env_opts, problems = parse_profiling_options(env["PROFILING_OPTIONS"])
-            if env_opts is not None and not any(p.severity == "error" for p in problems):
-                opts, source = env_opts, Source.env("PROFILING_OPTIONS")
-            else:
-                opts, source = default_profiling_options(product, run_mode), \
-                    Source.BUILTIN_DEFAULT
-                opts = attrs.evolve(opts, output=None)
-            fill("profiling_options", opts, source)
+    if force.on != bool(c.profiling_mode) or c.profiling_mode is None:
+        new["profiling_mode"] = force.on
+        sources["profiling_mode"] = force.mode_source
+    if force.on:
+        opts = force.options
+        opts_src = force.options_source
+        if opts is None or not force.usable:
+            opts = attrs.evolve(default_profiling_options(product, run_mode), output=None)
+            opts_src = opts_src if force.default else Source.BUILTIN_DEFAULT
+        sources["profiling_options"] = opts_src
         if opts.output:
             profiling_output = os.path.abspath(os.path.join(cwd, opts.output))
-            out_src = sources.get("profiling_options", Source.USER)
+            out_src = opts_src
         elif env.get("ASCEND_WORK_PATH"):
             profiling_output = os.path.abspath(os.path.join(cwd, env["ASCEND_WORK_PATH"]))
             out_src = Source.env("ASCEND_WORK_PATH")
@@ -125,6 +114,8 @@ def resolve(
         opts = attrs.evolve(opts, output=profiling_output)
         new["profiling_options"] = opts
         sources["profiling_output"] = out_src
+    elif c.profiling_options is not None:
+        sources["profiling_options"] = Source.USER  # kept as written; not in force
 
     # dump (§4)
     fill("enable_dump", False, Source.BUILTIN_DEFAULT)
@@ -161,13 +152,14 @@ def resolve(
     level = c.op_debug_level or 0
     items: tuple[str, ...] = ()
     op_list: tuple[str, ...] = ()
+    sources["op_debug_items"] = sources["op_debug_list"] = Source.BUILTIN_DEFAULT
     if c.op_debug_config is not None:
         from geplug.config.files import read_debug_config
 
         parsed, _ = read_debug_config(os.path.join(cwd, c.op_debug_config))
         if parsed is not None:
             items, op_list = parsed.items, parsed.op_list
-        sources["op_debug_items"] = Source.USER
+        sources["op_debug_items"] = sources["op_debug_list"] = Source.USER
     collect = env.get("NPU_COLLECT_PATH") or ""
     if collect and c.op_debug_config is None:
         items = NPU_COLLECT_DEBUG_ITEMS
@@ -185,7 +177,8 @@ def resolve(
         sources["kernel_meta_dir"] = km_src
 
     # exception dump (§8, formats.md §4): one rule, shared with the dump writer
-    fill("enable_exception_dump", default_exception_dump(c.front_end), Source.BUILTIN_DEFAULT)
+    fill("enable_exception_dump", default_exception_dump(c.front_end),
+         Source.front_end(c.front_end))
     option_level = new.get("enable_exception_dump", c.enable_exception_dump)
     location = exception_dump_location(
         option_level if option_level in (0, 1, 2) else 0, env, device_id, cwd)
@@ -193,6 +186,7 @@ def resolve(
         new["enable_exception_dump"] = location.level
         sources["enable_exception_dump"] = location.level_source
     exc_level = location.level
+    sources["exception_dump_level"] = sources["enable_exception_dump"]
     exception_dir = location.directory
     if exception_dir is not None:
         sources["exception_dump_dir"] = location.root_source
@@ -210,6 +204,7 @@ def resolve(
         if ini is not None:
             by_type, by_node = dict(ini.by_op_type), dict(ini.by_node)
         sources["impl_by_op_type"] = sources["impl_by_node"] = Source.USER
+        sources["impl_default"] = Source.PRODUCT_DEFAULT
     else:
         mode = c.op_select_implmode or imp.default_mode
         mode_src = Source.USER if c.op_select_implmode else Source.PRODUCT_DEFAULT
@@ -221,10 +216,13 @@ def resolve(
         else:
             by_type = dict(imp.builtin_lists.get(mode, {}))
         sources["impl_by_op_type"] = mode_src
-    sources["impl_default"] = Source.PRODUCT_DEFAULT
+        sources["impl_by_node"] = Source.BUILTIN_DEFAULT
+        sources["impl_default"] = mode_src if mode.endswith("_for_all") else \
+            Source.PRODUCT_DEFAULT
 
     # mixed-precision list changes (§5.5)
     mixlist: dict[str, bool | None] = {}
+    sources["mixlist_overrides"] = Source.BUILTIN_DEFAULT
     if c.modify_mixlist is not None:
         from geplug.config.files import read_mixlist
 

@@ -25,6 +25,12 @@ class Source:
         """The source string of an environment variable."""
         return f"environment {name}"
 
+    @staticmethod
+    def front_end(name: str) -> str:
+        """The source string of a front end's own default (``front-end default (tf)``): the
+        layers disagree on some defaults (options.md §12) and the config's front end decides."""
+        return f"front-end default ({name})"
+
 
 @attrs.frozen(kw_only=True)
 class ResolvedConfig:

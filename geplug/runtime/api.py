@@ -8,10 +8,17 @@ refuses with every problem at once, then asks the backends through ``geplug_init
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from geplug.errors import BackendError, ConfigError, NotInitializedError
+from geplug.errors import (
+    BackendError,
+    ConfigError,
+    ConfigWarning,
+    NotInitializedError,
+    ProductNotNamedError,
+)
 from geplug.runtime.system import System
 
 __all__ = ["current_system", "initialize_system", "shutdown_system"]
@@ -36,11 +43,14 @@ def initialize_system(
     that accepts. ``env``: the environment to read (default ``os.environ``).
 
     Raises :class:`ConfigError` with every problem when the configuration (or the product)
-    does not allow it, and :class:`BackendError` naming every backend asked and why it passed.
-    The returned system is also a context manager that shuts itself down.
+    does not allow it (:class:`ProductNotNamedError` when no product is named and several are
+    installed), and :class:`BackendError` naming every backend asked and why it passed. Each
+    warning of the check is issued as a :class:`~geplug.errors.ConfigWarning` (option, value,
+    hint), once. The returned system is also a context manager that shuts itself down.
     """
     from geplug.config import check, resolve
     from geplug.config.parse import parse_source
+    from geplug.config.problems import unique
     from geplug.plugin import get_manager
     from geplug.products.schema import Product
     from geplug.runtime.rank import read_rank_info
@@ -49,9 +59,11 @@ def initialize_system(
     env = dict(os.environ if env is None else env)
     cfg, problems = parse_source(config)
     prod = product if isinstance(product, Product) else _product(manager, product, cfg)
-    problems = problems + check(cfg, prod, env=env, for_initialize_system=True)
+    problems = unique([*problems, *check(cfg, prod, env=env, for_initialize_system=True)])
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})")
+    for problem in problems:
+        warnings.warn(ConfigWarning(problem), stacklevel=2)
     resolved = resolve(cfg, prod, env=env)
     rank = read_rank_info(env, prod)
     system = System(product=prod, config=resolved, manager=manager, rank=rank)
@@ -96,12 +108,12 @@ def _product(manager: Any, name: Any, config: Any) -> Any:
     if len(installed) == 1:
         return installed[0]
     listing = ", ".join(p.name for p in installed) or "none installed"
-    raise ConfigError([Problem(
+    raise ProductNotNamedError([Problem(
         option="product", value=None, severity="error",
         message="no product named: initialize_system needs product=... (or soc_version in the "
                 f"config) when {len(installed)} products are installed ({listing})",
         hint='e.g. geplug.initialize_system(product="<name>", config=...)')],
-        source="initialize_system()")
+        source="initialize_system()", installed=[p.name for p in installed])
 
 
 def shutdown_system(system: System | None = None) -> None:

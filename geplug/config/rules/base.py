@@ -6,9 +6,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from geplug.config.defaults import graph_run_mode
 from geplug.config.model import SessionConfig
 from geplug.config.problems import Problem
+from geplug.config.profiling_source import ProfilingInForce, profiling_in_force
 from geplug.products.schema import Product
 
 __all__ = ["INT32_MAX", "Ctx"]
@@ -33,9 +36,18 @@ class Ctx:
         self.out: list[Problem] = []
         self._seen: set[tuple[str, str, str, str]] = set()
         self.run_mode, _ = graph_run_mode(config, product)
+        self.profiling: ProfilingInForce = profiling_in_force(config, env)
+        """The profiling settings in force (session, environment or default; §3.1)."""
+        self.hint_suffix = ""
+        """Appended in parentheses to the hint of every problem recorded while it is set
+        (says where a value came from, e.g. an environment variable)."""
 
     def add(self, problem: Problem) -> None:
         """Record ``problem`` unless the same one (option, severity, message, value) is there."""
+        if self.hint_suffix:
+            hint = problem.hint
+            problem = attrs.evolve(problem, hint=f"{hint} ({self.hint_suffix})" if hint
+                                   else self.hint_suffix)
         key = problem.identity()
         if key not in self._seen:
             self._seen.add(key)

@@ -69,7 +69,7 @@ def _dump_path(ctx: Ctx, value: str) -> None:
     """R2: an existing directory the running user can read and write."""
     full = ctx.path(value)
     if not os.path.exists(full):
-        ctx.err("dump_path", value, f"the path {value} is invalid. (it does not exist)",
+        ctx.err("dump_path", value, f"the path {value} is invalid (it does not exist)",
                 "create the directory first (mkdir -p), on the host or in the container",
                 code="E10001")
     elif not os.path.isdir(full):
@@ -81,7 +81,10 @@ def _dump_path(ctx: Ctx, value: str) -> None:
 
 
 def _dump_step(ctx: Ctx, value: str) -> None:
-    """R3 with GE's grammar: ``N`` or ``N-M`` (N < M) joined by ``|``, ≤ 100 items, int32."""
+    """R3 with GE's grammar: ``N`` or ``N-M`` (N < M) joined by ``|``, ≤ 100 items, int32.
+
+    Every bad item is reported (one problem each), not only the first.
+    """
     items = value.split("|")
     if len(items) > 100:
         ctx.err("dump_step", value, "dump_step only support dump <= 100 sets of data",
@@ -90,21 +93,19 @@ def _dump_step(ctx: Ctx, value: str) -> None:
     for item in items:
         match = STEP_RE.fullmatch(item)
         if not match:
-            ctx.err("dump_step", value, f"dump_step string style is error (item {item!r}); "
-                    "Incorrect parameter format. Valid format: '0|5|10|50-100'.",
+            ctx.err("dump_step", value, f"dump_step string style is error (item {item!r}): "
+                    "Incorrect parameter format. Valid format: '0|5|10|50-100'",
                     "items are N or N-M joined by |, e.g. 0|5|10-20", code="E10001")
-            return
+            continue
         first = int(match.group(1))
         second = None if match.group(2) is None else int(match.group(2))
         if first > INT32_MAX or (second is not None and second > INT32_MAX):
             ctx.err("dump_step", value, f"step {item!r} is larger than the int32 maximum",
                     "use smaller step numbers", code="E10001")
-            return
-        if second is not None and first >= second:
+        elif second is not None and first >= second:
             ctx.err("dump_step", value, f"in range steps, the first step is >= second step "
                     f"({item!r}), correct example:'0|5|10-20'",
                     "write ranges as N-M with N < M", code="E10001")
-            return
 
 
 def check_exception_dump(ctx: Ctx) -> None:

@@ -6,12 +6,14 @@ host_sys values, iteration trace) come from ``product.profiling``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
 from geplug.config.model import ProfilingOptions
+from geplug.config.profiling_source import ENV_HINT, ENV_PATH, SESSION_PATH
 from geplug.config.rules.base import Ctx
-from geplug.config.text import digits
+from geplug.config.text import digits, short
 
 __all__ = ["check_profiling"]
 
@@ -29,16 +31,40 @@ CUSTOM = "Custom:"
 
 
 def check_profiling(ctx: Ctx) -> None:
-    """Every profiling_options key on its own, then the rules between keys."""
+    """The session's profiling_options (whenever set, policy §12) and, when they are the ones
+    in force, the environment's ``PROFILING_OPTIONS`` (§3.1): every key, then the rules
+    between keys; problems of the environment's options use the option path
+    ``PROFILING_OPTIONS``."""
+    force = ctx.profiling
+    ctx.extend(list(force.problems))
     opts = ctx.c.profiling_options
-    if opts is None:
-        return
-    if ctx.c.profiling_mode is not True:
-        ctx.warn("profiling_options", "...", "profiling_options has no effect while "
-                 "profiling_mode is not true", "set profiling_mode = true to collect")
+    if opts is not None:
+        if ctx.c.profiling_mode is not True:
+            instead = (": the environment's PROFILING_OPTIONS are used"
+                       if force.path == ENV_PATH else "")
+            ctx.warn(SESSION_PATH, _shown(opts), "profiling_options has no effect while "
+                     f"profiling_mode is not true{instead}",
+                     "set profiling_mode = true to collect with these options")
+        _options(ctx, opts, SESSION_PATH, active=force.path == SESSION_PATH)
+    if force.path == ENV_PATH and force.options is not None:
+        ctx.hint_suffix = ENV_HINT
+        try:
+            _options(ctx, force.options, ENV_PATH, active=True)
+        finally:
+            ctx.hint_suffix = ""
+
+
+def _shown(opts: ProfilingOptions) -> str:
+    """The options as the JSON text the real stack takes (for reports)."""
+    return str(short(json.dumps(opts.items())))
+
+
+def _options(ctx: Ctx, opts: ProfilingOptions, prefix: str, *, active: bool) -> None:
+    """Every key of ``opts`` (option paths ``prefix.key``), then the rules between keys;
+    ``active``: these are the options GE will use (R20 applies only then)."""
     for key, value in opts.items().items():
-        _key(ctx, key, f"profiling_options.{key}", value)
-    _cross(ctx, opts)
+        _key(ctx, key, f"{prefix}.{key}", value)
+    _cross(ctx, opts, prefix, active=active)
 
 
 def _key(ctx: Ctx, key: str, path: str, value: str) -> None:
@@ -211,18 +237,18 @@ def _host_list(ctx: Ctx, key: str, path: str, value: str) -> None:
                     f"the range of '{'|'.join(allowed)}'.", f"use items from {', '.join(allowed)}")
 
 
-def _cross(ctx: Ctx, opts: ProfilingOptions) -> None:
+def _cross(ctx: Ctx, opts: ProfilingOptions, prefix: str, *, active: bool) -> None:
     """R22 (instr_profiling_freq exclusions) and R20 (task_trace needs training_trace)."""
     freq = opts.instr_profiling_freq
     if freq not in (None, "", "0") and ctx.p.profiling.instr_profiling == "frequency":
         clash = [k for k in INSTR_EXCLUSIVE if (getattr(opts, k) or "") not in ("", "off")]
         if clash:
-            ctx.err("profiling_options.instr_profiling_freq", freq,
+            ctx.err(f"{prefix}.instr_profiling_freq", freq,
                     "instr_profiling_freq cannot be combined with " + ", ".join(clash),
                     "remove those keys, or remove instr_profiling_freq",
                     code="[Ge opt] Profiling fails to start because instrProfilingFreq is set")
-    if (ctx.run_mode == 1 and ctx.c.profiling_mode is True and opts.is_on("task_trace")
+    if (active and ctx.run_mode == 1 and ctx.profiling.on and opts.is_on("task_trace")
             and opts.training_trace != "on" and ctx.p.profiling.training_trace):
-        ctx.err("profiling_options.training_trace", opts.training_trace,
+        ctx.err(f"{prefix}.training_trace", opts.training_trace,
                 "in training profiling, task_trace on requires training_trace on",
                 'add "training_trace": "on"')
