@@ -46,12 +46,39 @@ def add_parser(subparsers: Any) -> None:
         "threshold")
     compare.add_argument("a", help="the run to check")
     compare.add_argument("b", help="the reference run")
-    compare.add_argument("--threshold", type=float, default=0.99,
-                         help="minimum cosine similarity (default 0.99)")
-    compare.add_argument("--rel-threshold", type=float, default=None,
-                         help="also fail a tensor whose max relative error exceeds this")
+    compare.add_argument("--threshold", type=_cosine, default=0.99,
+                         help="minimum cosine similarity, in [-1, 1] (default 0.99)")
+    compare.add_argument("--rel-threshold", type=_relative, default=None,
+                         help="also fail a tensor whose max relative error exceeds this (>= 0)")
     compare.add_argument("--format", choices=("text", "json"), default="text")
     compare.set_defaults(func=cmd_compare)
+
+
+def _cosine(text: str) -> float:
+    """``--threshold``: a cosine similarity in [-1, 1] (else a usage error, exit 2)."""
+    from geplug.dump.compare import check_thresholds
+
+    try:
+        value = float(text)
+        check_thresholds(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a cosine similarity in [-1, 1] (e.g. 0.99)"
+            if "outside" not in str(exc) else str(exc)) from None
+    return value
+
+
+def _relative(text: str) -> float:
+    """``--rel-threshold``: a relative error >= 0 (else a usage error, exit 2)."""
+    from geplug.dump.compare import check_thresholds
+
+    try:
+        value = float(text)
+        check_thresholds(0.0, value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a relative error >= 0 (e.g. 0.01 for 1%)") from None
+    return value
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -69,8 +96,9 @@ def _human(size: int) -> str:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    """``geplug dump ls PATH``."""
-    from geplug.dump.reader import iter_dump_tree, read_header
+    """``geplug dump ls PATH``: dump files by step directory (data and overflow), exception
+    dumps (no step), and the ``statistic.csv`` files of ``dump_data = "stats"``."""
+    from geplug.dump.reader import iter_dump_tree, iter_stats_files, read_header
     from geplug.dump.schema import OUTPUT_DATA_TYPES
 
     rows: list[dict[str, Any]] = []
@@ -84,13 +112,23 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 for t in items
             ]
 
+        kind = ("exception" if entry.is_exception else
+                "overflow" if entry.is_overflow else "data")
         rows.append({
-            "dir": os.path.dirname(entry.path), "file": entry.name, "step": entry.step,
-            "model_name": entry.model_name, "op_name": header.op_name,
-            "op_type": entry.parsed.op_type, "task_id": entry.parsed.task_id,
-            "stream_id": entry.parsed.stream_id, "overflow": entry.is_overflow,
+            "dir": os.path.dirname(entry.path), "file": entry.name, "kind": kind,
+            "step": entry.step, "model_name": entry.model_name, "device_id": entry.device_id,
+            "op_name": header.op_name, "op_type": entry.parsed.op_type,
+            "task_id": entry.parsed.task_id, "stream_id": entry.parsed.stream_id,
+            "overflow": entry.is_overflow, "exception": entry.is_exception,
             "inputs": desc(header.input), "outputs": desc(header.output),
             "spaces": len(header.space), "size": size,
+        })
+    for stats in iter_stats_files(args.path):
+        rows.append({
+            "dir": os.path.dirname(stats.path), "file": os.path.basename(stats.path),
+            "kind": "statistics", "step": stats.step, "model_name": stats.model_name,
+            "device_id": stats.device_id, "ops": _stats_ops(stats.rows()),
+            "size": os.path.getsize(stats.path),
         })
     if args.format == "json":
         print(json.dumps(rows, indent=2))
@@ -98,28 +136,73 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no dump files under {args.path}")
         return 0
-    current = None
-    total = 0
-    for row in rows:
-        if row["dir"] != current:
-            current = row["dir"]
-            in_dir = [r for r in rows if r["dir"] == current]
-            step = f"step {row['step']}" if row["step"] is not None else "files"
-            print(f"{current}  ({step}: {len(in_dir)} files, "
-                  f"{_human(sum(r['size'] for r in in_dir))})")
-        kind = "OVERFLOW " if row["overflow"] else ""
-        tensors = ""
-        if row["inputs"]:
-            tensors += " in " + " ".join(row["inputs"])
-        if row["outputs"]:
-            tensors += " out " + " ".join(row["outputs"])
-        if row["spaces"]:
-            tensors += f" space x{row['spaces']}"
-        print(f"  task {row['task_id']:>5}  {kind}{row['op_type']:<14} {row['op_name']:<30}"
-              f"{tensors}  {_human(row['size'])}")
-        total += row["size"]
-    print(f"{len(rows)} files, {_human(total)}")
+    for directory in dict.fromkeys(r["dir"] for r in rows):
+        in_dir = [r for r in rows if r["dir"] == directory]
+        print(f"{directory}  ({_dir_label(in_dir)}: {len(in_dir)} "
+              f"{'file' if len(in_dir) == 1 else 'files'}, "
+              f"{_human(sum(r['size'] for r in in_dir))})")
+        for row in in_dir:
+            if row["kind"] == "statistics":
+                _print_stats_row(row)
+            else:
+                _print_dump_row(row)
+    total = sum(r["size"] for r in rows)
+    print(f"{len(rows)} {'file' if len(rows) == 1 else 'files'}, {_human(total)}")
     return 0
+
+
+def _dir_label(rows: list[dict[str, Any]]) -> str:
+    """What a directory holds: ``step N``, ``exception dumps`` (they have no step) or
+    ``files``."""
+    if all(r["kind"] == "exception" for r in rows):
+        device = rows[0]["device_id"]
+        return "exception dumps" + (f", device {device}" if device else "")
+    step = rows[0]["step"]
+    return f"step {step}" if step is not None else "files"
+
+
+def _print_dump_row(row: dict[str, Any]) -> None:
+    kind = {"overflow": "OVERFLOW ", "exception": "EXCEPTION "}.get(row["kind"], "")
+    tensors = ""
+    if row["inputs"]:
+        tensors += " in " + " ".join(row["inputs"])
+    if row["outputs"]:
+        tensors += " out " + " ".join(row["outputs"])
+    if row["spaces"]:
+        tensors += f" space x{row['spaces']}"
+    print(f"  task {row['task_id']:>5}  {kind}{row['op_type']:<14} {row['op_name']:<30}"
+          f"{tensors}  {_human(row['size'])}")
+
+
+def _stats_ops(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """The rows of a statistic.csv grouped per op, in file order (JSON-ready)."""
+    ops: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        key = (r.get("Task ID", ""), r.get("Op Name", ""))
+        op = ops.setdefault(key, {
+            "task_id": r.get("Task ID", ""), "op_type": r.get("Op Type", ""),
+            "op_name": r.get("Op Name", ""), "inputs": [], "outputs": [], "nonfinite": 0,
+        })
+        shape = r.get("Shape", "").strip("()").replace(" ", "")
+        side = "inputs" if r.get("Input/Output") == "Input" else "outputs"
+        op[side].append(f"{r.get('Data Type', '')}[{shape}]")
+        for column in ("Nan Count", "Negative Inf Count", "Positive Inf Count"):
+            value = r.get(column, "0")
+            op["nonfinite"] += int(value) if value.isdigit() else 0
+    return list(ops.values())
+
+
+def _print_stats_row(row: dict[str, Any]) -> None:
+    print(f"  {row['file']}: statistics of {len(row['ops'])} ops")
+    for op in row["ops"]:
+        tensors = ""
+        if op["inputs"]:
+            tensors += " in " + " ".join(op["inputs"])
+        if op["outputs"]:
+            tensors += " out " + " ".join(op["outputs"])
+        if op["nonfinite"]:
+            tensors += f"  inf/nan {op['nonfinite']}"
+        print(f"  task {op['task_id']:>5}  {op['op_type']:<14} {op['op_name']:<30}{tensors}")
 
 
 def _tensor_info(t: Any) -> dict[str, Any]:
@@ -258,13 +341,16 @@ def _save(target: str, write: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``geplug dump compare A B``: exit 1 when an op is over the threshold."""
+    """``geplug dump compare A B``: exit 1 when an op is over the threshold, or when no op
+    of A matches one of B (a mistyped directory must not pass a CI gate)."""
     from geplug.dump.compare import compare_trees
 
     report = compare_trees(args.a, args.b, threshold=args.threshold,
                            rel_threshold=args.rel_threshold)
     if args.format == "json":
         print(json.dumps(report.to_json(), indent=2))
+        if report.no_match:
+            print(f"geplug: error: {report.no_match}", file=sys.stderr)
     else:
         sys.stdout.write(report.render())
-    return 1 if report.first_failure is not None else 0
+    return 0 if report.passed else 1

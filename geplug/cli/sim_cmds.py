@@ -15,6 +15,9 @@ from typing import Any
 
 __all__ = ["add_parser", "open_system"]
 
+EXIT_USAGE = 2
+"""Exit status of a usage error (geplug.cli.main)."""
+
 
 def open_system(product: str | None, config: Any) -> Any:
     """An initialised system for ``product`` with ``config`` (path, mapping or None).
@@ -41,6 +44,21 @@ def open_system(product: str | None, config: Any) -> Any:
     return initialize_system(product=product, config=config)
 
 
+def _open_or_usage(args: argparse.Namespace) -> Any:
+    """:func:`open_system` for ``compile`` / ``run``, or ``None`` after printing the usage
+    error (exit 2) when no product is named (no ``--product``, no ``soc_version`` in the
+    config) and several are installed, as ``geplug check`` does."""
+    from geplug.errors import ProductNotNamedError
+
+    try:
+        return open_system(args.product, _config_arg(args.config))
+    except ProductNotNamedError as exc:
+        listing = ", ".join(exc.installed) or "none"
+        print(f"geplug: error: name a product with --product P (installed: {listing})",
+              file=sys.stderr)
+        return None
+
+
 def _config_arg(path: str | None) -> Any:
     if path is None:
         return None
@@ -64,7 +82,10 @@ def _print_table(rows: list[list[str]], header: list[str]) -> None:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    with open_system(args.product, _config_arg(args.config)) as system:
+    opened = _open_or_usage(args)
+    if opened is None:
+        return EXIT_USAGE
+    with opened as system:
         compiled = system.compile(args.model)
         if args.format == "json":
             data = {
@@ -101,8 +122,10 @@ def _parse_inputs(specs: list[str]) -> dict[str, Any]:
             raise GeplugError(f"--input {spec!r}: expected NAME=FILE.npy")
         try:
             feeds[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise GeplugError(f"--input {spec!r}: cannot read {path!r} as .npy ({exc})") from None
+        except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
+            raise GeplugError(f"--input {spec!r}: cannot read {path!r} as .npy "
+                              f"({exc or type(exc).__name__}); give a file written by "
+                              "numpy.save") from None
     return feeds
 
 
@@ -171,7 +194,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise GeplugError(f"--steps {args.steps!r}: give a number of steps >= 1")
     _check_output(args.output)
     feeds = _parse_inputs(args.input or [])
-    with open_system(args.product, _config_arg(args.config)) as system:
+    opened = _open_or_usage(args)
+    if opened is None:
+        return EXIT_USAGE
+    with opened as system:
+        prof_before = _prof_dirs(system)
         compiled = system.compile(args.model)
         if not feeds:
             feeds = _random_inputs(compiled)
@@ -189,7 +216,37 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.output:
             _save_npz(args.output, outputs)
             print(f"outputs written to {args.output}")
+        written = _run_locations(system, compiled, prof_before)
+    for label, where in written.items():  # after shutdown: every file is complete
+        print(f"{label + ':':<18}{where}")
     return 0
+
+
+def _prof_dirs(system: Any) -> set[str]:
+    """The ``PROF_*`` directories in the system's profiling output directory now."""
+    root = system.config.profiling_output
+    if not system.profiling_enabled or not root or not os.path.isdir(root):
+        return set()
+    return {os.path.join(root, n) for n in os.listdir(root) if n.startswith("PROF_")}
+
+
+def _run_locations(system: Any, compiled: Any, prof_before: set[str]) -> dict[str, str]:
+    """What this run produced and where: dumps, profiling output, kernel_meta (only those
+    produced)."""
+    found: dict[str, str] = {}
+    try:
+        from geplug.dump.plugin import dump_locations
+    except ImportError:  # pragma: no cover - geplug without its dump package
+        pass
+    else:
+        found.update(dump_locations(system))
+    for path in sorted(_prof_dirs(system) - prof_before):
+        found["profiling"] = path
+    if compiled.kernel_meta_files:
+        count = len(compiled.kernel_meta_files)
+        found["kernel_meta"] = (f"{os.path.dirname(compiled.kernel_meta_files[0])} "
+                                f"({count} file{'s' if count != 1 else ''})")
+    return found
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -217,7 +274,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path of an .onnx file")
     p.add_argument("--product", default=None, help="product name or SoC version "
-                   "(default: the config's soc_version, else the only installed product)")
+                   "(default: the config's soc_version, else the only installed product; "
+                   "required when several are installed and the config names none)")
     p.add_argument("--config", default=None, help="session configuration (TOML)")
 
 

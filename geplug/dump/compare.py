@@ -27,6 +27,7 @@ __all__ = [
     "CompareReport",
     "OpComparison",
     "TensorComparison",
+    "check_thresholds",
     "compare_arrays",
     "compare_trees",
 ]
@@ -111,12 +112,36 @@ class CompareReport:
         """The first op over the threshold in execution order, or ``None``."""
         return next((op for op in self.ops if op.failed), None)
 
+    @property
+    def no_match(self) -> str | None:
+        """Why no op was compared (which side has no dump files), or ``None`` when some
+        were. Zero matched ops is a failure, not a pass: a mistyped directory must not pass
+        a CI gate."""
+        if self.ops:
+            return None
+        count_a = len(self.ops) + len(self.only_in_a)
+        count_b = len(self.ops) + len(self.only_in_b)
+        if not count_a and not count_b:
+            return f"no ops matched: neither A {self.a!r} nor B {self.b!r} holds dump files"
+        if not count_a:
+            return f"no ops matched: A {self.a!r} holds no dump files (B has {count_b} ops)"
+        if not count_b:
+            return f"no ops matched: B {self.b!r} holds no dump files (A has {count_a} ops)"
+        return (f"no ops matched: none of A's {count_a} ops shares a step and op name with "
+                f"B's {count_b}; are they dumps of the same model?")
+
+    @property
+    def passed(self) -> bool:
+        """At least one op matched and none is over the threshold."""
+        return bool(self.ops) and self.first_failure is None
+
     def to_json(self) -> dict[str, Any]:
         """JSON-ready mapping (``geplug dump compare --format json``)."""
         first = self.first_failure
         return {
             "a": self.a, "b": self.b, "threshold": self.threshold,
-            "rel_threshold": self.rel_threshold,
+            "rel_threshold": self.rel_threshold, "passed": self.passed,
+            "matched": len(self.ops), "no_match": self.no_match,
             "first_failure": first.to_json() if first is not None else None,
             "ops": [op.to_json() for op in self.ops],
             "only_in_a": [{"step": s, "op_name": n} for s, n in self.only_in_a],
@@ -132,9 +157,10 @@ class CompareReport:
             f"threshold: cosine similarity >= {self.threshold:g}"
             + (f", max relative error <= {self.rel_threshold:g}" if self.rel_threshold else ""),
             "",
-            f"   {'step':>4} {'task':>5}  {'op type':<14} {'op name':<28} {'tensor':<9} "
-            f"{'cosine':>9} {'max abs':>10} {'max rel':>10}  status",
         ]
+        if self.ops:
+            lines.append(f"   {'step':>4} {'task':>5}  {'op type':<14} {'op name':<28} "
+                         f"{'tensor':<9} {'cosine':>9} {'max abs':>10} {'max rel':>10}  status")
         for op in self.ops:
             mark = ">>" if op is first else (" !" if op.failed else "  ")
             first_head = (f"{mark} {op.step:>4} {op.task_id:>5}  {op.op_type[:14]:<14} "
@@ -147,8 +173,11 @@ class CompareReport:
                     + (f" ({t.nonfinite_mismatch} inf/nan mismatches)"
                        if t.nonfinite_mismatch else "")
                 )
-        lines.append("")
-        if first is None:
+        if self.ops:
+            lines.append("")
+        if not self.ops:
+            lines.append(str(self.no_match))
+        elif first is None:
             lines.append(f"all {len(self.ops)} matched ops are within the threshold")
         else:
             bad = next(t for t in first.tensors if t.failed)
@@ -249,7 +278,13 @@ def compare_trees(
     threshold: float = 0.99,
     rel_threshold: float | None = None,
 ) -> CompareReport:
-    """Compare dump tree (or file) ``a`` with reference ``b``; see the module docstring."""
+    """Compare dump tree (or file) ``a`` with reference ``b``; see the module docstring.
+
+    ``threshold`` is a cosine similarity, so it must lie in [-1, 1]; ``rel_threshold``
+    must be >= 0 (a ``ValueError`` names the argument otherwise). A report with no matched
+    op is not a pass (:attr:`CompareReport.no_match` says which side has none).
+    """
+    check_thresholds(threshold, rel_threshold)
     a, b = os.fspath(a), os.fspath(b)
     index_a, index_b = _index(a), _index(b)
 
@@ -283,6 +318,17 @@ def compare_trees(
         only_in_a=tuple(sorted(k for k in index_a if k not in index_b)),
         only_in_b=tuple(sorted(k for k in index_b if k not in index_a)),
     )
+
+
+def check_thresholds(threshold: float, rel_threshold: float | None = None) -> None:
+    """Raise ``ValueError`` naming the argument when ``threshold`` is outside [-1, 1] (the
+    range of a cosine similarity) or ``rel_threshold`` is negative or NaN."""
+    if not -1.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold {threshold!r} is outside [-1, 1]: it is a cosine "
+                         "similarity, which ranges from -1 to 1 (default 0.99)")
+    if rel_threshold is not None and not rel_threshold >= 0.0:
+        raise ValueError(f"rel_threshold {rel_threshold!r} must be a relative error >= 0 "
+                         "(e.g. 0.01 for 1%)")
 
 
 def _label_order(label: str) -> tuple[int, int]:

@@ -30,6 +30,11 @@ class DumpLayout:
         self._lock = threading.Lock()
 
     @property
+    def started(self) -> bool:
+        """Whether a file was placed in this tree (the ``{time}`` level is fixed)."""
+        return self._time is not None
+
+    @property
     def time_dir(self) -> str:
         """``{root}/{time}``: fixed at the first call (ts14 of that moment), then reused."""
         with self._lock:

@@ -22,9 +22,20 @@ if TYPE_CHECKING:
     from geplug.events import DumpEvent
     from geplug.runtime.system import System
 
-__all__ = ["GEPLUG_PLUGIN_API", "geplug_dump", "geplug_shutdown_system", "state_for"]
+__all__ = [
+    "GEPLUG_PLUGIN_API",
+    "DumpLayerWarning",
+    "dump_locations",
+    "geplug_dump",
+    "geplug_shutdown_system",
+    "state_for",
+]
 
 GEPLUG_PLUGIN_API = 1
+
+
+class DumpLayerWarning(UserWarning):
+    """``dump_layer`` names ops that never ran on a dump step (misspelt, or of no model)."""
 
 
 class SystemDumpState:
@@ -67,12 +78,44 @@ class SystemDumpState:
             directory = exception_dump_location(level, os.environ, resolved.device_id).directory
         self.exception_level = level
         self.exception_dir = directory
+        self.ops_ran: dict[str, None] = {}
+        """Ops (and Data ops) seen on dump steps, in order, tracked when dump_layer is set."""
+        self.models_ran: dict[str, None] = {}
+        """Models seen on dump steps (ordered), tracked when dump_layer is set."""
+        self.exception_files: list[str] = []
+        """Exception dumps written for this system."""
         self.data_ops_written: set[tuple[str, int, str]] = set()
         """(model name, step, Data op) already dumped for dump_layer (options.md §4.7)."""
 
+    def note_ran(self, event: DumpEvent) -> None:
+        """Remember that ``event``'s op (and the Data ops feeding it) ran on a dump step, so
+        :meth:`close` can name the ``dump_layer`` entries that never did."""
+        self.ops_ran.update(dict.fromkeys((*event.op.data_inputs, event.op.name)))
+        self.models_ran.setdefault(event.run.model_name, None)
+
+    def unknown_layers(self) -> list[str]:
+        """``dump_layer`` names no op of a dump step ran under (empty when none ran)."""
+        if self.layer is None or not self.ops_ran:
+            return []
+        return sorted(self.layer.difference(self.ops_ran))
+
     def close(self) -> list[str]:
-        """Complete pending files (statistics)."""
-        return self.stats.close() if self.stats is not None else []
+        """Complete pending files (statistics); warn once about ``dump_layer`` names that
+        never ran (a misspelt op name would otherwise silently dump nothing)."""
+        paths = self.stats.close() if self.stats is not None else []  # files first
+        unknown = self.unknown_layers()
+        if unknown:
+            import warnings
+
+            ran = list(self.ops_ran)
+            listing = ", ".join(ran[:20]) + (f", ... ({len(ran)} ops)" if len(ran) > 20 else "")
+            warnings.warn(DumpLayerWarning(
+                "dump_layer names ops that never ran: "
+                + ", ".join(repr(n) for n in unknown)
+                + " (model " + ", ".join(repr(m) for m in self.models_ran)
+                + f"); nothing was dumped for them. The ops that ran: {listing}. Use op names "
+                "as in the graph, separated by spaces (options.md §4.7)"), stacklevel=2)
+        return paths
 
 
 _states: dict[int, SystemDumpState] = {}
@@ -98,8 +141,10 @@ def geplug_dump(event: DumpEvent) -> list[str] | None:
     if event.kind == "exception":
         if not state.exception_level or state.exception_dir is None:
             return None
-        return state.exception.write(event, level=state.exception_level,
-                                     directory=state.exception_dir)
+        written = state.exception.write(event, level=state.exception_level,
+                                        directory=state.exception_dir)
+        state.exception_files.extend(written)
+        return written
     cfg = system.config.config
     if (cfg.enable_dump or cfg.enable_dump_debug) and state.layout is None:
         raise DumpError(
@@ -111,6 +156,8 @@ def geplug_dump(event: DumpEvent) -> list[str] | None:
     paths: list[str] = []
     if cfg.enable_dump and state.data is not None and step_selected(cfg.dump_step,
                                                                      event.run.step):
+        if state.layer is not None:
+            state.note_ran(event)
         if state.layer is None or event.op.name in state.layer:
             for dumped in _with_data_ops(event, state):
                 if state.stats_only:
@@ -154,9 +201,28 @@ def _with_data_ops(event: DumpEvent, state: SystemDumpState) -> list[DumpEvent]:
     return [*events, event]
 
 
+def dump_locations(system: System) -> dict[str, str]:
+    """Where the dump writers put ``system``'s files so far, for a run summary: ``dump``
+    (the ``{dump_path}/{time}`` tree of data, overflow and statistics files), ``overflow
+    summary`` and ``exception dump`` (the directory), each only when something was written.
+    Call it before the system shuts down (statistics files complete at shutdown)."""
+    state = _states.get(system.id)
+    if state is None:
+        return {}
+    found: dict[str, str] = {}
+    if state.layout is not None and state.layout.started:
+        found["dump"] = state.layout.time_dir
+    if state.overflow is not None and state.overflow.summary_path:
+        found["overflow summary"] = state.overflow.summary_path
+    if state.exception_files:
+        found["exception dump"] = os.path.dirname(state.exception_files[0])
+    return found
+
+
 @hookimpl
 def geplug_shutdown_system(system: System) -> None:
-    """Complete the statistics files of ``system`` and forget its dump state."""
+    """Complete the statistics files of ``system``, report ``dump_layer`` names that never
+    ran, and forget its dump state."""
     with _lock:
         state = _states.pop(system.id, None)
     if state is not None:

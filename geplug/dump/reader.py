@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -30,7 +31,9 @@ __all__ = [
     "DumpFile",
     "DumpTensor",
     "OverflowRecord",
+    "StatsFile",
     "iter_dump_tree",
+    "iter_stats_files",
     "parse_overflow_record",
     "read_dump",
     "read_header",
@@ -38,6 +41,10 @@ __all__ = [
 ]
 
 _LAYOUT_LEVELS = ("time", "device_id", "model_name", "model_id", "step")
+EXCEPTION_DIR_NAME = "data-dump"
+"""The exception dump directory ``{root}/extra-info/data-dump/{device_id}/`` (formats.md §4)."""
+_STATS_FILE = re.compile(r"^statistic(\.[0-9]+)?\.csv$")
+"""``statistic.csv`` (or ``statistic.{k}.csv`` of a second writer) of dump_data = "stats"."""
 
 
 @attrs.frozen(kw_only=True)
@@ -289,6 +296,10 @@ class DumpEntry:
     model_name: str = ""
     model_id: str = ""
     step: int | None = None
+    """The step directory's number; ``None`` for an exception dump (it has no step)."""
+    is_exception: bool = False
+    """An exception dump (formats.md §4): in ``extra-info/data-dump/{device_id}/`` or named
+    without a stream id. It belongs to no step or model directory."""
 
     @property
     def is_overflow(self) -> bool:
@@ -340,12 +351,59 @@ def _natural(text: str) -> tuple[int, int | str]:
 
 
 def _entry(path: str, name: str, parsed: DumpName, rel: str) -> DumpEntry:
+    directory = os.path.dirname(os.path.abspath(path))
+    parent = os.path.basename(os.path.dirname(directory))
+    if parsed.stream_id is None or parent == EXCEPTION_DIR_NAME:
+        # {root}/extra-info/data-dump/{device_id}/: no time, model or step levels (§4)
+        device = os.path.basename(directory) if parent == EXCEPTION_DIR_NAME else ""
+        return DumpEntry(path=path, name=name, parsed=parsed, device_id=device,
+                         is_exception=True)
+    return DumpEntry(path=path, name=name, parsed=parsed, **_levels(rel))
+
+
+def _levels(rel: str) -> dict[str, Any]:
+    """The layout levels (formats.md §2.7) a directory ``rel`` below the walked root names:
+    its last parts are the last levels (time, device_id, model_name, model_id, step)."""
     parts = [] if rel in ("", ".") else rel.split(os.sep)
     levels = dict(zip(_LAYOUT_LEVELS[-len(parts):], parts, strict=False)) if parts else {}
-    step_text = levels.get("step", "")
-    return DumpEntry(
-        path=path, name=name, parsed=parsed, time=levels.get("time", ""),
-        device_id=levels.get("device_id", ""), model_name=levels.get("model_name", ""),
-        model_id=levels.get("model_id", ""),
-        step=int(step_text) if step_text.isdigit() else None,
-    )
+    step_text = levels.pop("step", "")
+    return {**levels, "step": int(step_text) if step_text.isdigit() else None}
+
+
+@attrs.frozen(kw_only=True)
+class StatsFile:
+    """A ``statistic.csv`` of ``dump_data = "stats"`` found in a tree (options.md §4.7), with
+    its place in the layout of formats.md §2.7."""
+
+    path: str
+    time: str = ""
+    device_id: str = ""
+    model_name: str = ""
+    model_id: str = ""
+    step: int | None = None
+
+    def rows(self) -> list[dict[str, str]]:
+        """The rows, one per tensor, keyed by the column names of the header line."""
+        try:
+            with open(self.path, newline="", encoding="utf-8") as fh:
+                return list(csv.DictReader(fh))
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise DumpError(f"cannot read statistics file {self.path!r}: {exc}",
+                            path=self.path) from exc
+
+
+def iter_stats_files(root: str | os.PathLike[str]) -> Iterator[StatsFile]:
+    """Every ``statistic.csv`` under ``root`` (a dump_path, any level below it, or the file),
+    in directory order."""
+    root = os.fspath(root)
+    if os.path.isfile(root):
+        if _STATS_FILE.match(os.path.basename(root)):
+            yield StatsFile(path=os.path.abspath(root))
+        return
+    if not os.path.isdir(root):
+        raise DumpError(f"dump path {root!r} does not exist", path=root)
+    for directory, dirs, files in os.walk(root):
+        dirs.sort(key=_natural)
+        levels = _levels(os.path.relpath(directory, root))
+        for base in sorted(f for f in files if _STATS_FILE.match(f)):
+            yield StatsFile(path=os.path.join(directory, base), **levels)

@@ -10,13 +10,14 @@ profiling events on the simulated device timeline, and an exception dump plus
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geplug.errors import CompileError
+from geplug.errors import CompileError, RunError
 from geplug.events import OpRecord
 from geplug.precision import OpDecision
 from geplug_simulator.cost import OpCost
@@ -73,6 +74,8 @@ class CompiledModel:
         self._factory = session_factory
         self._step = 0
         self._fault: str | None = None
+        self._fault_env_warned: set[str] = set()
+        """GEPLUG_SIM_FAULT_NODE values already reported as naming no node of this model."""
         self._lock = threading.Lock()
         self._records = {r.name: r for r in records}
         self._by_node = {d.node: d for d in decisions}
@@ -124,8 +127,8 @@ class CompiledModel:
         self.system._check_open()
         if step is not None and (isinstance(step, bool) or not isinstance(step, int)
                                  or step < 0):
-            raise CompileError(f"run(step={step!r}): step must be an integer >= 0 (or None "
-                               "for the next step)", node="")
+            raise RunError(f"model {self.name!r}: run(step={step!r}): step must be an integer "
+                           ">= 0 (or None for the next step)", argument="step")
         feeds = check_inputs(self.name, inputs, self.imported.inputs, self._input_types)
         if self._symbolic:
             self._refresh_costs(feeds)
@@ -133,13 +136,15 @@ class CompiledModel:
             if step is None:
                 step = self._step
             self._step = max(self._step, step + 1)
-        fault = fault_node(self._fault, self._records)
+        fault = fault_node(self._fault, self._records, model=self.name,
+                           warned=self._fault_env_warned)
         dump = wants_tensors(self.system, step)
         outputs = list(self.imported.outputs)
         if dump or fault is not None:
             values = self._run_exposed(feeds)
         else:
-            values = dict(zip(outputs, self._session.run(outputs, feeds), strict=True))
+            values = dict(zip(outputs, self._ort_run(self._session, outputs, feeds),
+                              strict=True))
         self._emitter.emit(step, feeds, values, dump=dump, fault=fault)
         return {name: values[name] for name in outputs}
 
@@ -179,8 +184,24 @@ class CompiledModel:
         names = list(self.imported.outputs) + [
             n for n in self._dump_names if n not in self.imported.outputs
         ]
-        result = self._dump_session.run(names, dict(feeds))
+        result = self._ort_run(self._dump_session, names, dict(feeds))
         return dict(zip(names, result, strict=True))
+
+    def _ort_run(self, session: onnxruntime.InferenceSession, names: list[str],
+                 feeds: Mapping[str, Any]) -> list[Any]:
+        """``session.run``; a kernel failure becomes a :class:`RunError` naming the model and
+        node (never onnxruntime's own exception and traceback)."""
+        try:
+            return list(session.run(names, dict(feeds)))
+        except Exception as exc:
+            text = str(exc).strip()
+            first = text.splitlines()[0] if text else type(exc).__name__
+            found = re.search(r"Name:'([^']+)'", text)
+            where = f" at node {found.group(1)!r}" if found else ""
+            raise RunError(
+                f"model {self.name!r} failed to run{where}: {first}. onnxruntime's CPU kernels, "
+                "which the simulator runs on, refuse these inputs or this operator's "
+                "attributes", argument="inputs") from None
 
     def __repr__(self) -> str:
         return (f"<CompiledModel {self.name!r} on {self.system.product.name} "

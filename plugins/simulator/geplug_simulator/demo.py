@@ -150,8 +150,10 @@ def run_demo(
         print(f"no precision mode of {list(modes)} is accepted on {product!r}", file=stream)
         return 1
     width = max(len(m) for m in used) + 2
-    for label, _model, _feeds, note in cases:
-        print(f"\n{label}: {note}", file=stream)
+    for label, _model, feeds, note in cases:
+        shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
+        batch = next(iter(feeds.values())).shape[0]
+        print(f"\n{label} (batch size {batch}, input {shapes}): {note}", file=stream)
         header = "  " + "precision_mode".ljust(width) + "".join(
             n[:9].ljust(10) for n in nodes[label])
         print(header + "sim. device time  output", file=stream)

@@ -17,6 +17,7 @@ import hashlib
 import os
 import struct
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "FAULT_ENV",
     "HOST_COPY_LATENCY_US",
     "HOST_LINK_GBPS",
+    "FaultEnvWarning",
     "OpPlan",
     "StepEmitter",
     "fault_node",
@@ -256,8 +258,34 @@ class StepEmitter:
         )
 
 
-def fault_node(explicit: str | None, known: Mapping[str, Any]) -> str | None:
+class FaultEnvWarning(UserWarning):
+    """``GEPLUG_SIM_FAULT_NODE`` names no node of the model being run (no fault injected)."""
+
+
+def fault_node(explicit: str | None, known: Mapping[str, Any], *, model: str = "",
+               warned: set[str] | None = None) -> str | None:
     """The node a fault is injected at: ``explicit``, else ``$GEPLUG_SIM_FAULT_NODE`` when it
-    names a node of the model."""
-    fault = explicit or os.environ.get(FAULT_ENV) or None
-    return fault if fault is not None and fault in known else None
+    names a node of the model.
+
+    An environment value naming no node of this model gets a :class:`FaultEnvWarning`
+    naming the variable, the value and the model's nodes, once per value when ``warned``
+    (the values already reported) is given. It warns rather than fails: one process may run
+    several models, and the value may name a node of another one (``inject_fault`` with an
+    unknown node raises, since it is given for this model).
+    """
+    if explicit is not None:
+        return explicit if explicit in known else None
+    value = os.environ.get(FAULT_ENV) or None
+    if value is None or value in known:
+        return value
+    if warned is None or value not in warned:
+        if warned is not None:
+            warned.add(value)
+        names = list(known)
+        listing = ", ".join(names[:20]) + (f", ... ({len(names)} nodes)" if len(names) > 20
+                                           else "")
+        warnings.warn(FaultEnvWarning(
+            f"{FAULT_ENV}={value!r} names no node of model {model!r}, so no fault is "
+            f"injected into it; its nodes: {listing}. Set {FAULT_ENV} to one of them, or "
+            "unset it"), stacklevel=3)
+    return None

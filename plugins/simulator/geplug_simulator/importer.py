@@ -187,9 +187,17 @@ def _check_operators(graph: onnx.GraphProto) -> None:
             )
 
 
-def import_model(model: Any, *, name: str = "") -> ImportedModel:
-    """Load, check, convert and describe ``model`` (see the module docstring)."""
-    proto = load_model(model)
+def import_model(model: Any, *, name: str = "", default_name: str = "") -> ImportedModel:
+    """Load, check, convert and describe ``model`` (see the module docstring).
+
+    Its name (the dump directory's ``model_name``, formats.md §2.7) is ``name`` when given,
+    else the ONNX graph name when the graph has one, else ``default_name`` (the file stem of
+    a model given as a path), else ``"model"``.
+    """
+    proto = load_model(model)  # a copy: naming its graph changes nothing of the caller's
+    graph_name = proto.graph.name.strip()
+    if not graph_name:  # onnx.checker requires one; ATC does not care, so neither do we
+        proto.graph.name = name or default_name or "model"
     _check_operators(proto.graph)
     try:
         onnx.checker.check_model(proto)
@@ -263,7 +271,7 @@ def import_model(model: Any, *, name: str = "") -> ImportedModel:
     inputs = tuple(i.name for i in graph.input if i.name not in initializers)
     return ImportedModel(
         model=proto,
-        name=name or graph.name or "model",
+        name=name or graph_name or default_name or "model",
         opset=opset,
         converted_from=converted_from,
         types=types,

@@ -59,7 +59,9 @@ def session_options(threads: int | None = None) -> ort.SessionOptions:
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    so.log_severity_level = 3
+    # FATAL only: every onnxruntime error reaches the caller as a CompileError / RunError
+    # naming the node, so its own log line would only repeat it on stderr
+    so.log_severity_level = 4
     return so
 
 
@@ -230,9 +232,11 @@ class SimRuntime:
                 "threads=", node="",
             )
         system = self.system
-        if not name and isinstance(model, (str, os.PathLike)):
-            name = os.path.splitext(os.path.basename(os.fspath(model)))[0]
-        imported = import_model(model, name=name)
+        stem = ""
+        if isinstance(model, (str, os.PathLike)):
+            stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
+        # the model name: name=, else the ONNX graph name, else the file stem (docs/dump.md)
+        imported = import_model(model, name=name, default_name=stem)
         decisions = tuple(decide(imported.nodes, system.product, system.config))
         rewritten = rewrite(imported, decisions)
         factory = SessionFactory(options.get("threads", self.factory.threads), self)

@@ -1,6 +1,6 @@
 """Fixtures of the simulator tests, and the ``conformance`` marker.
 
-Tests marked ``conformance`` (the full onnx backend node-test run, about 45 s) are skipped
+Tests marked ``conformance`` (the full onnx backend node-test run, about 20 s) are skipped
 unless selected: ``pytest -m conformance plugins/simulator`` or ``GEPLUG_ONNX_CONFORMANCE=1``.
 """
 
@@ -19,7 +19,7 @@ CONFORMANCE_ENV = "GEPLUG_ONNX_CONFORMANCE"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "conformance: the full onnx backend node-test run (~45 s); runs with "
+        "markers", "conformance: the full onnx backend node-test run (~20 s); runs with "
         f"-m conformance or {CONFORMANCE_ENV}=1",
     )
 

@@ -9,7 +9,7 @@ import pytest
 from sim_helpers import any_product, make_system, overflow_model
 
 from geplug.cli.main import main
-from geplug.errors import CompileError
+from geplug.errors import CompileError, RunError
 from geplug.testing.plugin import require_product
 
 
@@ -60,8 +60,10 @@ def test_demo_skips_modes_the_product_refuses(capsys, tmp_path, monkeypatch):
 
 def test_run_refuses_a_negative_step():
     compiled = make_system(any_product()).compile(overflow_model())
-    with pytest.raises(CompileError, match=r"step=-1"):
+    with pytest.raises(RunError, match=r"step=-1") as info:
         compiled.run({"x": np.ones((1, 4), np.float32)}, step=-1)
+    assert isinstance(info.value, ValueError) and info.value.argument == "step"
+    assert not isinstance(info.value, CompileError)  # nothing is being compiled
 
 
 def test_an_input_that_is_not_an_array_is_named():

@@ -1,6 +1,6 @@
 """External conformance (issue 4): onnx's own backend node tests under must_keep_origin_dtype
 on the default product pass at least as often on the simulator as on onnxruntime's backend,
-measured in the same run. Marked ``conformance`` (about 45 s): selected with
+measured in the same run. Marked ``conformance`` (about 20 s): selected with
 ``-m conformance`` or ``GEPLUG_ONNX_CONFORMANCE=1`` (see conftest.py)."""
 
 from __future__ import annotations
