@@ -110,6 +110,7 @@ class SessionFactory:
 
     def session(self, model: onnx.ModelProto, name: str) -> ort.InferenceSession:
         """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`."""
+        model = loadable_by_onnxruntime(model)
         try:
             return ort.InferenceSession(
                 model.SerializeToString(), session_options(self.threads),
@@ -143,6 +144,25 @@ class SessionFactory:
                 names.append(ref.name)
                 model.graph.output.append(helper.make_tensor_value_info(ref.name, elem, None))
         return self.session(model, model.graph.name), names
+
+
+def loadable_by_onnxruntime(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with its IR version lowered to the minimum its opsets need.
+
+    ``onnx`` stamps models with its own newest IR version, which an older onnxruntime (the
+    newest one for Python 3.10 is 1.23) refuses ("Unsupported model IR version"); the opsets a
+    model imports, not the stamp, decide what it uses. Returns a copy when it changes anything.
+    """
+    try:
+        minimum = helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True)
+    except (TypeError, ValueError):  # an onnx without ignore_unknown, or an unknown domain
+        return model
+    if model.ir_version <= minimum:
+        return model
+    lowered = onnx.ModelProto()
+    lowered.CopyFrom(model)
+    lowered.ir_version = minimum
+    return lowered
 
 
 def self_check(factory: SessionFactory | None = None) -> None:
