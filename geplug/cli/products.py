@@ -145,7 +145,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    """``geplug plugins [--json]``: the load report; exit 1 if a plugin was skipped."""
+    """``geplug plugins [--json]``: the load report; exit 1 if a plugin was skipped, two
+    plugins conflict, or ``GEPLUG_DISABLE_PLUGINS`` names a plugin that does not exist."""
     import warnings
 
     from geplug.plugin import get_manager
@@ -160,6 +161,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         _dump_json({
             "plugins": [r.to_json() for r in report],
             "conflict": str(conflict) if conflict else None,
+            "warnings": list(manager.unknown_disabled),
         })
     else:
         rows = [("NAME", "STATUS", "ORIGIN", "DISTRIBUTION", "VERSION", "PROVIDES")]
@@ -176,4 +178,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             print(f"\n{_no_products(manager)}")
     if conflict is not None:
         print(f"geplug: error: {conflict}", file=sys.stderr)
-    return EXIT_FINDING if skipped or conflict is not None else EXIT_OK
+    for message in manager.unknown_disabled:  # a typo in GEPLUG_DISABLE_PLUGINS
+        print(f"geplug: warning: {message}", file=sys.stderr)
+    findings = skipped or conflict is not None or manager.unknown_disabled
+    return EXIT_FINDING if findings else EXIT_OK

@@ -8,6 +8,7 @@ from geplug.plugin.manager import (
     BUILTIN_PLUGINS,
     DISABLE_ENV,
     PluginManager,
+    PluginNameWarning,
     PluginRecord,
     PluginSkippedWarning,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "BUILTIN_PLUGINS",
     "DISABLE_ENV",
     "PluginManager",
+    "PluginNameWarning",
     "PluginRecord",
     "PluginSkippedWarning",
     "get_manager",

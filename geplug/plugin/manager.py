@@ -4,8 +4,11 @@ Policy (DESIGN.md "Plugin loading"): built-in plugins first, then the ``geplug``
 a plugin that fails to import, names a hook that does not exist, was written for an
 unsupported plugin API version, raises in a hook or declares an invalid ``capabilities.toml``
 is skipped with a :class:`PluginSkippedWarning` naming it, its distribution and the reason,
-and everything else keeps working. ``GEPLUG_DISABLE_PLUGINS=name,name`` blocks plugins. Two
-plugins declaring one product raise a single :class:`PluginConflictError` naming both.
+and everything else keeps working. ``GEPLUG_DISABLE_PLUGINS=name,name`` blocks plugins (a name
+matching no plugin gets a :class:`PluginNameWarning` with the closest names); a product or
+backend asked for while its plugin is disabled or skipped is explained as such
+(:meth:`PluginManager.backend_hint`, ``ProductRegistry.get``). Two plugins declaring one
+product raise a single :class:`PluginConflictError` naming both.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pluggy
 
 from geplug import hookspecs
 from geplug.errors import CapabilityError, GeplugError, PluginConflictError
+from geplug.plugin.static import StaticInfo, inspect_target
 from geplug.products.assemble import assemble, find_conflict
 from geplug.products.load import Declaration
 from geplug.products.query import ProductRegistry
@@ -31,6 +35,7 @@ __all__ = [
     "BUILTIN_PLUGINS",
     "DISABLE_ENV",
     "PluginManager",
+    "PluginNameWarning",
     "PluginRecord",
     "PluginSkippedWarning",
 ]
@@ -47,6 +52,43 @@ _HOOK_NAMES: tuple[str, ...] = tuple(sorted(n for n in dir(hookspecs) if n.start
 
 class PluginSkippedWarning(UserWarning):
     """A plugin was skipped; the message names the plugin, its distribution and why."""
+
+
+class PluginNameWarning(UserWarning):
+    """``GEPLUG_DISABLE_PLUGINS`` names a plugin that does not exist (a typo guard)."""
+
+
+_Impl = tuple[Callable[..., Any], tuple[str, ...], str]
+"""(function, argument names, plugin name) of one hook implementation."""
+
+
+class _PluggyManager(pluggy.PluginManager):
+    """pluggy's manager counting changes, so geplug can cache implementation lists per hook.
+
+    Every register / unregister (also those made directly on ``manager.pm``, and the unregister
+    of a skipped plugin) bumps :attr:`generation`; a cached list of another generation is
+    rebuilt.
+    """
+
+    generation: int = 0
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        try:
+            return super().register(plugin, name)
+        finally:
+            self.generation += 1
+
+    def unregister(self, plugin: Any | None = None, name: str | None = None) -> Any | None:
+        try:
+            return super().unregister(plugin=plugin, name=name)
+        finally:
+            self.generation += 1
+
+    def add_hookspecs(self, module_or_class: Any) -> None:
+        try:
+            super().add_hookspecs(module_or_class)
+        finally:
+            self.generation += 1
 
 
 @attrs.frozen(kw_only=True)
@@ -80,13 +122,20 @@ class PluginManager:
     """A pluggy manager for the ``geplug`` hooks plus geplug's load policy and report."""
 
     def __init__(self) -> None:
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm: pluggy.PluginManager = _PluggyManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self._records: dict[str, PluginRecord] = {}
+        self._targets: dict[str, str] = {}
+        """plugin name -> its entry-point target (to explain a disabled or skipped plugin)."""
+        self._static: dict[str, StaticInfo] = {}
+        self._impls: dict[str, tuple[int, list[_Impl]]] = {}
+        """hook name -> (pluggy generation, implementations) for :meth:`call_each`."""
         self._registry: ProductRegistry | None = None
         self._declared: dict[str, tuple[str, ...]] = {}
         self.conflict: PluginConflictError | None = None
         """Set by :meth:`report` when two plugins declare one product."""
+        self.unknown_disabled: tuple[str, ...] = ()
+        """The :class:`PluginNameWarning` messages of the last :meth:`load` (typo guard)."""
 
     # -- loading -------------------------------------------------------------------------
 
@@ -113,6 +162,8 @@ class PluginManager:
                     version=dist.version if dist is not None else "",
                     loader=ep.load,
                 )
+        if disabled:
+            self._warn_unknown_disabled(disabled)
         return self
 
     @staticmethod
@@ -120,6 +171,23 @@ class PluginManager:
         """Plugin names listed in ``GEPLUG_DISABLE_PLUGINS`` (comma separated)."""
         raw = os.environ.get(DISABLE_ENV, "")
         return frozenset(n.strip() for n in raw.split(",") if n.strip())
+
+    def _warn_unknown_disabled(self, disabled: frozenset[str]) -> None:
+        """Warn about each ``GEPLUG_DISABLE_PLUGINS`` name that matches no plugin (a typo)."""
+        known = sorted(set(self._records) | {n for n, _ in BUILTIN_PLUGINS}
+                       | {ep.name for ep in _entry_points()})
+        messages = []
+        for name in sorted(disabled - set(known)):
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+            hint = ("did you mean " + " or ".join(repr(c) for c in close) + "? "
+                    if close else "")
+            messages.append(
+                f"{DISABLE_ENV} names {name!r}, which matches no installed plugin, so it blocks "
+                f"nothing; {hint}the plugin names are {', '.join(known) or 'none'} (see "
+                "`geplug plugins`)")
+        self.unknown_disabled = tuple(messages)
+        for message in messages:
+            warnings.warn(PluginNameWarning(message), stacklevel=3)
 
     def register(
         self,
@@ -195,6 +263,7 @@ class PluginManager:
         if origin == "builtin":
             version = _core_version()
         record = PluginRecord(name=name, distribution=distribution, version=version, origin=origin)
+        self._targets[name] = target
         if name in disabled:
             self._records[name] = attrs.evolve(
                 record, status="disabled", reason=f"listed in {DISABLE_ENV}"
@@ -239,6 +308,64 @@ class PluginManager:
         """Names of the plugins currently registered."""
         return [r.name for r in self._records.values() if r.status == "loaded"]
 
+    def disabled_report(self) -> list[PluginRecord]:
+        """The plugins installed but blocked by ``GEPLUG_DISABLE_PLUGINS`` (not imported)."""
+        return [r for r in self.report() if r.status == "disabled"]
+
+    def why_not_loaded(self, name: str) -> str:
+        """Why the installed plugin ``name`` is not loaded ("" when it is loaded or unknown).
+
+        E.g. ``"plugin 'simulator' (geplug-simulator 0.1.0) is installed but disabled by
+        GEPLUG_DISABLE_PLUGINS; remove 'simulator' from GEPLUG_DISABLE_PLUGINS to use it"``.
+        """
+        return self._not_loaded(name, "{who} is installed but")
+
+    def _not_loaded(self, name: str, lead: str) -> str:
+        """``lead`` (with ``{who}`` filled) + why plugin ``name`` is not loaded, or ""."""
+        record = self._records.get(name)
+        if record is None or record.status == "loaded":
+            return ""
+        who = f"plugin {name!r}" + (f" ({record.provider})" if record.distribution else "")
+        if record.status == "disabled":
+            return (f"{lead.format(who=who)} disabled by {DISABLE_ENV}; remove {name!r} from "
+                    f"{DISABLE_ENV} to use it")
+        return f"{lead.format(who=who)} was skipped ({record.reason}); see `geplug plugins`"
+
+    def backend_hint(self, backend: str | None = None) -> str:
+        """How to get a backend, for the "no backend serves ..." error of ``initialize_system``.
+
+        With ``backend`` (a strict request): why that plugin is not loaded, or "" when it is
+        not installed at all. Without: the installed backends (plugins whose hooks module
+        defines ``geplug_init_system``, found without importing them) that are disabled by
+        ``GEPLUG_DISABLE_PLUGINS`` or skipped, and how to enable them; when there is none,
+        ``"install geplug-simulator"``.
+        """
+        if backend is not None:
+            return self.why_not_loaded(backend)
+        notes = [self.why_not_loaded(name) for name in sorted(self._records)
+                 if self._records[name].status != "loaded"
+                 and "geplug_init_system" in (self._static_info(name).hooks or ())]
+        return "; ".join(n for n in notes if n) or "install geplug-simulator"
+
+    def _static_info(self, name: str) -> StaticInfo:
+        """What the files of the not-loaded plugin ``name`` declare (cached, never imports)."""
+        if name not in self._static:
+            target = self._targets.get(name, "")
+            self._static[name] = inspect_target(target) if target else StaticInfo()
+        return self._static[name]
+
+    def _unavailable_products(self) -> dict[str, str]:
+        """Product name / SoC string -> why it is missing although its plugin is installed."""
+        notes: dict[str, str] = {}
+        for name, record in sorted(self._records.items()):
+            if record.status == "loaded" or name not in self._targets:
+                continue
+            info = self._static_info(name)
+            why = self._not_loaded(name, "it is declared by {who}, which is installed but")
+            for key in (*info.products, *info.soc_versions):
+                notes.setdefault(key, why)
+        return notes
+
     # -- products ------------------------------------------------------------------------
 
     def products(self) -> ProductRegistry:
@@ -270,7 +397,9 @@ class PluginManager:
             self._skip(self._records[assembly.failed_plugin], assembly.reason)
             collected = [(p, d) for p, d in collected if p != assembly.failed_plugin]
         self._declared = dict(assembly.declared)
-        self._registry = ProductRegistry(assembly.products)
+        unavailable = {k: v for k, v in self._unavailable_products().items()
+                       if k not in assembly.products}
+        self._registry = ProductRegistry(assembly.products, unavailable=unavailable)
         return self._registry
 
     def _collect_declarations(self) -> list[tuple[str, Declaration]]:
@@ -306,24 +435,52 @@ class PluginManager:
         raised it with a warning and the call goes on with the others.
         """
         results = []
-        for impl in list(getattr(self.pm.hook, hook_name).get_hookimpls()):
+        cached = self._impls.get(hook_name)
+        if cached is not None and cached[0] == getattr(self.pm, "generation", -1):
+            impls = cached[1]
+        else:
+            impls = self._implementations(hook_name)
+        nargs = len(kwargs)
+        for function, argnames, plugin_name in impls:
             try:
-                results.append(impl.function(**{a: kwargs[a] for a in impl.argnames}))
+                if len(argnames) == nargs:  # the usual case: it takes every argument passed
+                    results.append(function(**kwargs))
+                else:
+                    results.append(function(**{a: kwargs[a] for a in argnames}))
             except GeplugError:
                 raise
             except Exception as exc:
-                record = self._records.get(impl.plugin_name)
+                record = self._records.get(plugin_name)
                 if record is None:  # registered directly on self.pm, outside our policy
                     raise
                 self._skip(record, f"{hook_name} raised {type(exc).__name__}: {exc}")
         return results
 
+    def _implementations(self, hook_name: str) -> list[_Impl]:
+        """The implementations of ``hook_name`` with their argument names, cached per hook.
+
+        Rebuilt after any register / unregister (a skipped plugin is unregistered): the cache
+        is keyed on the pluggy manager's change counter. Callers iterate the returned list,
+        which is never mutated, so a plugin skipped mid-call does not disturb the loop.
+        """
+        generation = getattr(self.pm, "generation", None)
+        cached = self._impls.get(hook_name)
+        if cached is not None and generation is not None and cached[0] == generation:
+            return cached[1]
+        impls: list[_Impl] = [
+            (impl.function, tuple(impl.argnames), impl.plugin_name)
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
+        ]
+        if generation is not None:
+            self._impls[hook_name] = (generation, impls)
+        return impls
+
     def call_all(self, hook_name: str, **kwargs: Any) -> list[BaseException]:
         """Call every implementation even if some raise; return the exceptions raised."""
         errors: list[BaseException] = []
-        for impl in list(getattr(self.pm.hook, hook_name).get_hookimpls()):
+        for function, argnames, _ in self._implementations(hook_name):
             try:
-                impl.function(**{a: kwargs[a] for a in impl.argnames})
+                function(**{a: kwargs[a] for a in argnames})
             except Exception as exc:
                 errors.append(exc)
         return errors

@@ -45,6 +45,9 @@ class ProductRegistry:
     """The products declared by the loaded plugins, in name order."""
 
     products: Mapping[str, Product]
+    unavailable: Mapping[str, str] = attrs.field(factory=dict)
+    """Product name or SoC string -> why it is missing although a plugin declaring it is
+    installed (disabled by GEPLUG_DISABLE_PLUGINS, or skipped); filled by the plugin manager."""
 
     def __iter__(self) -> Iterator[Product]:
         return iter(self.products[name] for name in sorted(self.products))
@@ -66,7 +69,8 @@ class ProductRegistry:
         is Atlas A2; ``Ascend910B`` without a digit is the old training family, options.md
         §13.1), then the same ignoring case and ``-``/``_`` (``Atlas-A2``, ``ascend910b3``,
         torch's ``Ascend910B4_1``) when that is unambiguous. Unknown names raise
-        :class:`UnknownProductError` with the closest names.
+        :class:`UnknownProductError` with the closest names, or saying that the plugin
+        declaring it is installed but disabled (``GEPLUG_DISABLE_PLUGINS``) or skipped.
         """
         if not isinstance(name, str):
             raise UnknownProductError(repr(name), [], self.names())
@@ -84,7 +88,15 @@ class ProductRegistry:
         candidates = list(self.products) + [s for p in self.products.values()
                                             for s in p.soc_versions]
         close = sorted(matches) or difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
-        raise UnknownProductError(name, close, self.names())
+        raise UnknownProductError(name, close, self.names(), note=self._why_missing(name))
+
+    def _why_missing(self, name: str) -> str:
+        """Why ``name`` is missing when an installed plugin declares it ("" otherwise)."""
+        if name in self.unavailable:
+            return self.unavailable[name]
+        loose = _loose(name)
+        notes = {why for key, why in self.unavailable.items() if _loose(key) == loose}
+        return notes.pop() if len(notes) == 1 else ""
 
     def by_soc_version(self, soc: str) -> Product | None:
         """The product declaring the exact SoC version string ``soc`` (case-sensitive).

@@ -168,6 +168,10 @@ class ProfilingCaps:
     """Iteration trace supported (products with training)."""
     mix_aic_large_matmul: bool = False
     """A large, badly aligned MatMul is reported as MIX_AIC (910b/a3)."""
+    pmu_na_metrics: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    """Glob patterns on base metric names (no ``aic_``/``aiv_`` prefix, no unit) whose PMU
+    columns exist but always hold ``N/A`` on this product (formats.md §6.5: 310b reports many
+    vec / ub / bank columns as N/A)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -209,6 +213,10 @@ class ComputeModel:
     memory_bandwidth_gbps: float
     aicpu_gflops: float
     launch_overhead_us: float
+    host_link_gbps: float = 25.0
+    """Host <-> device copy bandwidth, GB/s (approximate; PCIe 4.0 x16 ~ 25, 5.0 x16 ~ 50)."""
+    host_copy_overhead_us: float = 1.0
+    """Fixed cost of one host <-> device copy, microseconds (approximate)."""
     source: str = ""
 
 

@@ -16,6 +16,7 @@ and the simulator rely on; each failure message names the key path in ``capabili
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from geplug.products.domains import (
@@ -57,6 +58,7 @@ __all__ = [
     "test_every_op_runs_somewhere",
     "test_frequency_options_are_known",
     "test_frequency_ranges_hold_their_defaults",
+    "test_host_link_is_positive",
     "test_host_sys_items_are_known",
     "test_identity_is_complete",
     "test_impl_modes_are_accepted_values",
@@ -66,6 +68,7 @@ __all__ = [
     "test_kernel_meta_level_0_writes_nothing",
     "test_kernel_meta_suffixes_are_known",
     "test_optypelist_names_listed_ops",
+    "test_pmu_na_metrics_match_declared_columns",
     "test_precision_defaults_are_accepted_modes",
     "test_precision_modes_are_known",
     "test_required_op_types_are_listed",
@@ -89,7 +92,7 @@ def test_identity_is_complete(conformance_product: Product) -> None:
 
 
 def test_soc_versions_are_unique_across_installed_products(conformance_product: Product) -> None:
-    from geplug.testing.plugin import installed_registry
+    from geplug.testing.installed import installed_registry
 
     owners = installed_registry().soc_owners()
     me = conformance_product.name
@@ -294,6 +297,22 @@ def test_sys_io_and_interconnect_targets_match_frequencies(conformance_product: 
         "neither (R25)")
 
 
+def _base_metric(column: str) -> str:
+    """``aic_ub_read_bw(GB/s)`` -> ``ub_read_bw``: the name ``pmu_na_metrics`` globs match."""
+    name = column[4:] if column.startswith(("aic_", "aiv_")) else column
+    return name.split("(", 1)[0]
+
+
+def test_pmu_na_metrics_match_declared_columns(conformance_product: Product) -> None:
+    prof = conformance_product.profiling
+    bases = {_base_metric(c) for cols in prof.pmu_columns.values() for c in cols}
+    unmatched = [p for p in prof.pmu_na_metrics
+                 if not any(fnmatch.fnmatchcase(b, p) for b in bases)]
+    assert not unmatched, (
+        f"profiling.pmu_na_metrics: patterns matching no pmu_columns metric {unmatched!r} "
+        "(base names: no aic_/aiv_ prefix, no unit; formats.md §6.5)")
+
+
 def test_host_sys_items_are_known(conformance_product: Product) -> None:
     items = set(conformance_product.profiling.host_sys)
     unknown = sorted(items - HOST_SYS_ITEMS)
@@ -318,13 +337,20 @@ def test_compute_model_is_positive_and_approximate(conformance_product: Product)
     assert not missing, f"compute.cube_tflops lacks float dtypes the cube ops take: {missing!r}"
 
 
+def test_host_link_is_positive(conformance_product: Product) -> None:
+    c = conformance_product.compute
+    assert c.host_link_gbps > 0, f"compute.host_link_gbps must be > 0, got {c.host_link_gbps!r}"
+    assert c.host_copy_overhead_us >= 0, (
+        f"compute.host_copy_overhead_us must be >= 0, got {c.host_copy_overhead_us!r}")
+
+
 _TESTS = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
 
 
 def check_product(product: Product) -> list[str]:
     """Run every conformance check on ``product``; the failure messages (empty = conforms).
 
-    For use outside pytest (a vendor's CI script, ``python -c``).
+    For use outside pytest (a vendor's CI script, ``python -c``): needs no pytest installed.
     """
     failures = []
     for test in _TESTS:

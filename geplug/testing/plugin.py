@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from geplug.testing.installed import installed_products, installed_registry
+
 if TYPE_CHECKING:
     from geplug.plugin import PluginManager
     from geplug.products import Product, ProductRegistry
@@ -46,23 +48,6 @@ _left_out: dict[str, str] = {}
 """Distribution -> first directory left out because the distribution is not installed."""
 CONFORMANCE_ATTR = "GEPLUG_CONFORMANCE"
 """Module-level name a vendor's test module sets to the product(s) under test."""
-
-
-@functools.lru_cache(maxsize=1)
-def installed_registry() -> ProductRegistry:
-    """The products of the installed plugins (loaded once per test session, warnings muted)."""
-    import warnings
-
-    from geplug.plugin import PluginManager
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return PluginManager().load().products()
-
-
-def installed_products() -> list[Product]:
-    """The installed products, in name order."""
-    return list(installed_registry())
 
 
 def require_product(name: str) -> Product:
@@ -92,24 +77,53 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "requires_products(*names): skip unless every named product is installed",
     )
-    if config.getoption(CONFORMANCE_OPTION, None):
+    option = config.getoption(CONFORMANCE_OPTION, None)
+    if option:
         from geplug.testing import conformance
+
+        problem = _unknown_conformance_names(_split_names(str(option)))
+        if problem:
+            raise pytest.UsageError(f"{CONFORMANCE_OPTION}={option}: {problem}")
 
         path = str(conformance.__file__)
         if path not in config.args:
             config.args.append(path)
 
 
+def _split_names(option: str) -> list[str]:
+    """``NAME[,NAME]`` -> names; ``all`` -> [] (every installed product)."""
+    if option.strip() == "all":
+        return []
+    return [n.strip() for n in option.split(",") if n.strip()]
+
+
+def _unknown_conformance_names(names: list[str]) -> str:
+    """Why some of ``names`` cannot be conformance-tested ("" when all are installed)."""
+    from geplug.errors import UnknownProductError
+
+    registry = installed_registry()
+    for name in names:
+        try:
+            registry.get(name)
+        except UnknownProductError as exc:
+            listing = f" (installed products: {', '.join(registry.names())})"
+            return f"{exc}{listing if exc.suggestions else ''}; name installed products or 'all'"
+    return ""
+
+
 def _conformance_names(metafunc: pytest.Metafunc) -> list[str] | None:
     option = metafunc.config.getoption(CONFORMANCE_OPTION, None)
     if option and option != "all":
-        return [n.strip() for n in str(option).split(",") if n.strip()]
+        return _split_names(str(option))
     declared = getattr(metafunc.module, CONFORMANCE_ATTR, None)
-    if isinstance(declared, str):
-        return [declared]
-    if declared:
-        return list(declared)
-    return None
+    if not declared:
+        return None
+    names = [declared] if isinstance(declared, str) else [str(n) for n in declared]
+    problem = _unknown_conformance_names(names)
+    if problem:
+        raise pytest.Collector.CollectError(
+            f"{metafunc.module.__name__}.{CONFORMANCE_ATTR} = {declared!r}: {problem}")
+    return names
 
 
 @functools.lru_cache(maxsize=256)

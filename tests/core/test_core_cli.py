@@ -238,8 +238,11 @@ def test_products_wraps_a_long_soc_list_and_keeps_every_soc(use_manager, write_t
 
 def test_products_without_products_names_the_disabled_plugins(use_manager, monkeypatch,
                                                               capsys) -> None:
+    from geplug.plugin import PluginNameWarning
+
     monkeypatch.setenv(DISABLE_ENV, "blocked_card")
-    use_manager(blocked_card=declaring_plugin())
+    with pytest.warns(PluginNameWarning):  # not installed: registered from Python after load
+        use_manager(blocked_card=declaring_plugin())
     assert main(["products"]) == 1
     err = capsys.readouterr().err
     assert "no product plugin is installed" in err
@@ -257,3 +260,38 @@ def test_describe_into_a_closed_pipe_exits_without_a_traceback(two_products, mon
     finally:
         closed.close()
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_check_naming_a_product_of_a_disabled_plugin_says_disabled(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    from geplug.plugin import reset_manager
+
+    config = tmp_path / "session.toml"
+    config.write_text("", encoding="utf-8")
+    monkeypatch.setenv(DISABLE_ENV, "atlas_a2")
+    reset_manager(None)
+    try:
+        code = main(["check", "--product", "atlas_a2", str(config)])
+    finally:
+        reset_manager(None)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "installed but disabled by GEPLUG_DISABLE_PLUGINS" in err
+    assert "unknown product" not in err
+
+
+def test_plugins_names_a_disable_typo_and_exits_1(monkeypatch, capsys) -> None:
+    from geplug.plugin import PluginNameWarning, reset_manager
+
+    monkeypatch.setenv(DISABLE_ENV, "profilng")
+    with pytest.warns(PluginNameWarning):
+        reset_manager(PluginManager().load(entry_points=False))
+    try:
+        code = main(["plugins", "--json"])
+    finally:
+        reset_manager(None)
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert any("'profilng'" in w and "'profiling'" in w for w in data["warnings"])

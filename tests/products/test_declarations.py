@@ -244,3 +244,25 @@ def test_high_precision_impl_modes_agree_across_products() -> None:
             if entry.op_class == "vector":
                 seen[op_type].add(tuple(m for m in entry.impl_modes if m in shared))
     assert {op: modes for op, modes in seen.items() if len(modes) > 1} == {}
+
+
+def test_host_link_is_declared_per_bus(product: Product) -> None:
+    # PCIe 4.0 x16 ~ 25 GB/s, PCIe 5.0 x16 ~ 50 GB/s (inferred, approximate)
+    assert 1.0 <= product.compute.host_link_gbps <= 64.0
+    assert product.compute.host_copy_overhead_us > 0
+
+
+@pytest.mark.requires_products("atlas_200i_a2")
+def test_310b_reports_vec_and_ub_columns_as_na() -> None:
+    from geplug.testing.plugin import require_product
+
+    na = require_product("atlas_200i_a2").profiling.pmu_na_metrics
+    assert {"vec_ratio", "ub_*_bw*", "vec_*cflt_ratio"} <= set(na)
+
+
+@pytest.mark.requires_products("atlas_a2", "atlas_train")
+def test_910b_host_link_is_faster_than_910() -> None:
+    from geplug.testing.plugin import require_product
+
+    a2, train = require_product("atlas_a2"), require_product("atlas_train")
+    assert a2.compute.host_link_gbps > train.compute.host_link_gbps
