@@ -26,11 +26,20 @@ __all__ = [
     "RankTableError",
     "RunError",
     "UnknownProductError",
+    "UsageError",
 ]
 
 
 class GeplugError(Exception):
     """Base of every error geplug raises on purpose (never a deep traceback)."""
+
+
+class UsageError(GeplugError):
+    """A command-line argument is invalid (the CLI exits 2); ``argument`` names it."""
+
+    def __init__(self, message: str, *, argument: str = "") -> None:
+        super().__init__(message)
+        self.argument = argument
 
 
 class PluginError(GeplugError):

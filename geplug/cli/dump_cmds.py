@@ -132,10 +132,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
         })
     if args.format == "json":
         print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print(f"no dump files under {args.path}")
-        return 0
+        return 0 if rows else 1
+    if not rows:  # a finding: the path holds nothing to list (a wrong directory?)
+        print(f"no dump files under {args.path}", file=sys.stderr)
+        return 1
     for directory in dict.fromkeys(r["dir"] for r in rows):
         in_dir = [r for r in rows if r["dir"] == directory]
         print(f"{directory}  ({_dir_label(in_dir)}: {len(in_dir)} "
@@ -305,6 +305,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 _save(target, lambda fh, a=arr: np.save(fh, a))
                 count += 1
         files += 1
+    if not files:
+        print(f"no dump files under {args.path}: nothing converted", file=sys.stderr)
+        return 1
     print(f"converted {files} dump files into {count} arrays under {args.out}")
     return 0
 

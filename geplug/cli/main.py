@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the process exit status)."""
-    from geplug.errors import GeplugError, UnknownProductError
+    from geplug.errors import GeplugError, UnknownProductError, UsageError
 
     parser = build_parser()
     try:
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return int(args.func(args))
-        except UnknownProductError as exc:
+        except (UnknownProductError, UsageError) as exc:
             print(f"geplug: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
         except GeplugError as exc:

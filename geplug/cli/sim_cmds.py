@@ -113,13 +113,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 def _parse_inputs(specs: list[str]) -> dict[str, Any]:
     import numpy as np
 
-    from geplug.errors import GeplugError
+    from geplug.errors import GeplugError, UsageError
 
     feeds: dict[str, Any] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
-            raise GeplugError(f"--input {spec!r}: expected NAME=FILE.npy")
+            raise UsageError(f"--input {spec!r}: expected NAME=FILE.npy", argument="--input")
         try:
             feeds[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
@@ -188,10 +188,11 @@ def _save_npz(path: str, arrays: Mapping[str, Any]) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from geplug.errors import GeplugError
+    from geplug.errors import UsageError
 
     if args.steps < 1:
-        raise GeplugError(f"--steps {args.steps!r}: give a number of steps >= 1")
+        raise UsageError(f"--steps {args.steps!r}: give a number of steps >= 1",
+                         argument="--steps")
     _check_output(args.output)
     feeds = _parse_inputs(args.input or [])
     opened = _open_or_usage(args)

@@ -71,10 +71,10 @@ def initialize_system(
     if backend is not None:
         impls = [i for i in impls if i.plugin_name == backend]
         if not impls:
-            raise BackendError(
+            raise BackendError(manager.backend_hint(backend) or (
                 f"backend {backend!r} is not installed (backends: "
                 f"{', '.join(manager.implementers('geplug_init_system')) or 'none'}); "
-                "install it or call initialize_system without backend=",
+                "install it or call initialize_system without backend="),
                 reasons={backend: "not installed"},
             )
     for impl in impls:
@@ -85,10 +85,10 @@ def initialize_system(
             break
         system.pass_reasons.setdefault(impl.plugin_name, "returned None")
     else:
-        asked = system.pass_reasons or {"(none)": "no backend plugin is installed"}
+        asked = system.pass_reasons or {"(none)": "no backend plugin is loaded"}
         detail = "; ".join(f"{name}: {why}" for name, why in asked.items())
         raise BackendError(
-            f"no backend serves product {prod.name!r} ({detail}); install geplug-simulator",
+            f"no backend serves product {prod.name!r} ({detail}); {manager.backend_hint()}",
             reasons=asked,
         )
     _current.append(system)

@@ -123,9 +123,6 @@ def test_disable_name_matching_a_plugin_does_not_warn(fake_distribution, monkeyp
         PluginManager().load()
 
 
-@pytest.mark.xfail(reason="needs the one-line change in geplug/runtime/api.py that uses "
-                          "manager.backend_hint() (fix round C report); drop this marker then",
-                   strict=False)
 def test_initialize_system_names_the_disabled_simulator(monkeypatch) -> None:
     from importlib import metadata
 
@@ -138,9 +135,10 @@ def test_initialize_system_names_the_disabled_simulator(monkeypatch) -> None:
         metadata.distribution("geplug-simulator")
     except metadata.PackageNotFoundError:
         pytest.skip("geplug-simulator is not installed")
-    if not len(installed_registry()):
-        pytest.skip("no product plugin installed")
-    product = installed_registry().names()[0]
+    serving = installed_registry().supporting("runtime.initialize_system")
+    if not serving:
+        pytest.skip("no installed product supports initialize_system")
+    product = serving[0].name
     monkeypatch.setenv(DISABLE_ENV, "simulator")
     with pytest.raises(BackendError) as info:
         geplug.initialize_system(product=product, manager=PluginManager().load())

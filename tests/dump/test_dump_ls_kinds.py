@@ -86,3 +86,18 @@ def test_data_dump_entries_are_not_exception_dumps(make_system: Any, make_event:
     system.emit_dump(make_event(system, op="a", op_type="Add", outputs=[np.ones(2)]))
     (entry,) = iter_dump_tree(tmp_path / "d")
     assert not entry.is_exception and entry.step == 0
+
+
+def test_ls_of_a_directory_without_dumps_is_a_finding(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from geplug.cli.main import main
+
+    assert main(["dump", "ls", str(tmp_path)]) == 1
+    assert "no dump files" in capsys.readouterr().err
+
+
+def test_convert_of_a_directory_without_dumps_is_a_finding(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from geplug.cli.main import main
+
+    assert main(["dump", "convert", str(tmp_path), "--to", "npz",
+                 "--out", str(tmp_path / "out")]) == 1
+    assert "nothing converted" in capsys.readouterr().err

@@ -133,8 +133,7 @@ def test_metrics_the_product_declares_unsupported_are_na(manager, tmp_path):
     from geplug.profiling.pmu import PmuModel, TaskWork
 
     product = card()
-    caps = SimpleNamespace(**attrs.asdict(product.profiling, recurse=False),
-                           pmu_na_metrics=("vec_ratio", "vec_time"))
+    caps = attrs.evolve(product.profiling, pmu_na_metrics=("vec_ratio", "vec_time"))
     fake = SimpleNamespace(compute=product.compute, profiling=caps)
     cols = ["aicore_time(us)", "total_cycles", "vec_time(us)", "vec_ratio", "mac_ratio"]
     values = PmuModel(fake, cols).values(TaskWork(  # type: ignore[arg-type]

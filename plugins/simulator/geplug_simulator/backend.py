@@ -59,6 +59,14 @@ class SimBackend(Backend):
         return system
 
     @classmethod
+    def close(cls) -> None:
+        """Shut down the cached systems (after a test run; the next use opens new ones)."""
+        while cls._systems:
+            _, system = cls._systems.popitem()
+            if not system.closed:
+                system.shutdown()
+
+    @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU",
                 **kwargs: Any) -> SimBackendRep:
         """Compile ``model`` for the backend's product."""

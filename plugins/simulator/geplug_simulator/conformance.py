@@ -44,7 +44,12 @@ def run_node_tests(backend: Any, pattern: str | None = None) -> NodeTestResult:
             bt.include(pattern)
         case = bt.test_cases["OnnxBackendNodeModelTest"]
         suite = unittest.defaultTestLoader.loadTestsFromTestCase(case)
-        result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
+        try:
+            result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
+        finally:
+            close = getattr(backend, "close", None)
+            if callable(close):  # the simulator backend caches systems; leave none open
+                close()
     failed = {t.id().rsplit(".", 1)[-1] for t, _ in result.failures}
     errors = {t.id().rsplit(".", 1)[-1] for t, _ in result.errors}
     skipped = len(result.skipped)

@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAULT_ENV",
-    "HOST_COPY_LATENCY_US",
-    "HOST_LINK_GBPS",
     "FaultEnvWarning",
     "OpPlan",
     "StepEmitter",
@@ -57,11 +55,6 @@ __all__ = [
 
 FAULT_ENV = "GEPLUG_SIM_FAULT_NODE"
 """Environment variable naming a node at which a simulated AI Core error is raised."""
-HOST_LINK_GBPS = 25.0
-"""Modelled host<->device copy bandwidth (PCIe 4.0 x16 order of magnitude; the product
-declarations carry no host-link figure yet)."""
-HOST_COPY_LATENCY_US = 1.0
-"""Fixed cost of one modelled aclrtMemcpy call, on top of bytes / HOST_LINK_GBPS."""
 
 _NCHW_OPS = frozenset({"Conv2D", "Pooling", "LRN", "BatchNorm", "Conv2DTranspose"})
 _STATIC_TASK_FIELDS = tuple(
@@ -122,8 +115,11 @@ def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
     return tuple(int(d or 1) for d in ((t.shape or ()) if t else ()))
 
 
-def _copy_us(array: Any) -> float:
-    return HOST_COPY_LATENCY_US + getattr(array, "nbytes", 0) / (HOST_LINK_GBPS * 1e9) * 1e6
+def _copy_us(array: Any, compute: Any) -> float:
+    """A modelled aclrtMemcpy: the product's fixed per-call cost plus bytes over its declared
+    host link (``compute.host_copy_overhead_us``, ``compute.host_link_gbps``)."""
+    return compute.host_copy_overhead_us + (
+        getattr(array, "nbytes", 0) / (compute.host_link_gbps * 1e9) * 1e6)
 
 
 class StepEmitter:
@@ -205,7 +201,7 @@ class StepEmitter:
     def _copies(self, run: RunInfo, t: float, direction: str,
                 arrays: Mapping[str, Any]) -> float:
         for name, array in arrays.items():
-            duration = _copy_us(array)
+            duration = _copy_us(array, run.system.product.compute)
             self.compiled.system.emit_profile(ApiCall(
                 run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
                 duration_us=duration))

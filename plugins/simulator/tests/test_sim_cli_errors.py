@@ -20,9 +20,15 @@ def model_path(tmp_path):
     return path
 
 
-def test_run_refuses_fewer_than_one_step(model_path, capsys):
-    assert main(["run", str(model_path), "--product", any_product().name, "--steps", "0"]) == 1
+def test_run_refuses_fewer_than_one_step_as_a_usage_error(model_path, capsys):
+    assert main(["run", str(model_path), "--product", any_product().name, "--steps", "0"]) == 2
     assert "--steps 0" in capsys.readouterr().err
+
+
+def test_run_input_without_name_equals_file_is_a_usage_error(model_path, capsys):
+    assert main(["run", str(model_path), "--product", any_product().name,
+                 "--input", "bogus"]) == 2
+    assert "expected NAME=FILE.npy" in capsys.readouterr().err
 
 
 def test_run_output_in_a_missing_directory_is_one_error_line(model_path, tmp_path, capsys):
