@@ -4,7 +4,7 @@ Public API: :class:`SessionConfig` (named constructors ``from_mapping``, ``from_
 ``from_tf_parameter_map``, ``from_ge_options``, ``from_atc_args``, ``from_torch_options``),
 :func:`load_config`, :func:`check`, :func:`resolve`, :func:`export` (:func:`export_report`
 with the options left out), :class:`Problem`,
-:class:`ResolvedConfig`. Facts: ``shared/reference/options.md``.
+:class:`ResolvedConfig`. Facts: ``docs/reference/options.md``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each set is every value the real stack knows for one option, over all products; a product
 declares the subset it supports. The conformance suite checks declarations against these,
 and ``geplug describe`` uses them to say what a product does *not* have even when no other
-product is installed. Sources: ``shared/reference/options.md`` and ``formats.md``.
+product is installed. Sources: ``docs/reference/options.md`` and ``formats.md``.
 """
 
 from __future__ import annotations

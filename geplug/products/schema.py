@@ -1,7 +1,7 @@
 """Frozen records of a product declaration (``capabilities.toml``, schema version 1).
 
 Every product difference geplug knows lives in these records; the core and the simulator only
-interpret them. The field meanings follow ``shared/reference/options.md`` §13 and
+interpret them. The field meanings follow ``docs/reference/options.md`` §13 and
 ``formats.md`` §5-6; ``docs/capabilities.md`` is the reference for plugin authors.
 """
 

@@ -10,7 +10,7 @@ A vendor tests a card by importing the suite into one test module::
 or, with no file at all, ``pytest --geplug-conformance=example_card``. Every test takes the
 ``conformance_product`` fixture (see :mod:`geplug.testing.plugin`), parametrised over the named
 products (all installed products when none is named). The checks are the facts a declaration
-must agree with (``shared/reference/options.md``, ``formats.md``) and the invariants the core
+must agree with (``docs/reference/options.md``, ``formats.md``) and the invariants the core
 and the simulator rely on; each failure message names the key path in ``capabilities.toml``.
 """
 
