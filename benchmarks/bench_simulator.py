@@ -102,7 +102,7 @@ def bench_events() -> None:
 def main() -> int:
     from geplug_simulator import DEFAULT_PRODUCT
     from geplug_simulator.demo import build_cnn
-    from geplug_simulator.runtime import default_threads
+    from geplug_simulator.runtime import default_threads, loadable_by_onnxruntime
 
     import geplug
 
@@ -111,7 +111,7 @@ def main() -> int:
     x = {"x": np.random.default_rng(1).standard_normal((64, 512)).astype(np.float32)}
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
-    plain = ort.InferenceSession(model.SerializeToString(), so,
+    plain = ort.InferenceSession(loadable_by_onnxruntime(model).SerializeToString(), so,
                                  providers=["CPUExecutionProvider"])
     t_plain = best_of(lambda: plain.run(None, x))
     print(f"threads={threads}; plain onnxruntime MLP 64x512x4: {t_plain * 1e3:.3f} ms")

@@ -194,5 +194,7 @@ def test_every_rendered_problem_line_reads_well(tmp_path: Path) -> None:
              "op_debug_level", "debug_dir", "enable_exception_dump", "op_select_implmode",
              "optypelist_for_implmode", "op_precision_mode", "soc_version", "graph_run_mode",
              "RANK_", "DEVICE_ID", "initialize_system", "bad.toml")
-    assert [h for h in heads if not any(line.startswith(h) for line in lines)] == []
     assert {line: _bad(line) for line in lines if _bad(line)} == {}
+    if {name for name, _ in configs} <= set(registry.names()):
+        # every rule group was exercised only when every product of the cases is installed
+        assert [h for h in heads if not any(line.startswith(h) for line in lines)] == []

@@ -19,7 +19,14 @@ QUICK = (r"^test_(relu|softmax_example|matmul_2d|gemm_default_no_bias|conv_with_
          r"|identity_sequence|string_concat)_cpu$")
 
 
-def test_quick_subset_of_onnx_node_tests_passes():
+def test_quick_subset_of_onnx_node_tests_passes_wherever_onnxruntime_does():
+    """Every quick test onnxruntime's own backend passes in this environment passes through the
+    simulator too (older onnxruntime releases, e.g. the last one for Python 3.10, miss some
+    newer operator versions; then neither passes)."""
+    import onnxruntime.backend
+
     result = run_node_tests(SimBackend, QUICK)
+    reference = run_node_tests(onnxruntime.backend, QUICK)
     assert result.run - result.skipped >= 14
-    assert sorted(result.not_passing) == []
+    assert sorted(result.not_passing - reference.not_passing) == []
+    assert result.passed >= reference.passed >= 10

@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from geplug_simulator import compiled as compiled_mod
 from geplug_simulator.compiled import FAULT_ENV
-from geplug_simulator.runtime import self_check
+from geplug_simulator.runtime import loadable_by_onnxruntime, self_check
 from onnx import helper
 from sim_helpers import any_product, f32, graph_model, make_system, overflow_model
 
@@ -87,7 +87,8 @@ def test_float32_model_under_must_keep_equals_plain_onnxruntime():
     compiled = make_system(a2, precision_mode="must_keep_origin_dtype").compile(model)
     assert compiled.rewritten.casts_added == 0
     x = rng.standard_normal((2, 8)).astype(np.float32)
-    plain = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    plain = ort.InferenceSession(loadable_by_onnxruntime(model).SerializeToString(),
+                                 providers=["CPUExecutionProvider"])
     assert np.array_equal(compiled.run({"x": x})["y"], plain.run(None, {"x": x})[0])
 
 
@@ -144,7 +145,8 @@ def test_lrn_implementation_mode_changes_the_numbers():
         system = make_system(a2, precision_mode_v2="fp16",
                              resolved__impl_by_op_type={"LRN": mode})
         outs[mode] = system.compile(model).run(x)["y"]
-    plain = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    plain = ort.InferenceSession(loadable_by_onnxruntime(model).SerializeToString(),
+                                 providers=["CPUExecutionProvider"])
     ref = plain.run(None, x)[0]
     assert np.allclose(outs["high_precision"], ref, rtol=2e-3, atol=1e-3)
     assert not np.array_equal(outs["high_precision"], outs["high_performance"])
