@@ -19,9 +19,17 @@ if TYPE_CHECKING:  # the static view of the lazy names below
     from geplug.config.check import check
     from geplug.config.export import export
     from geplug.config.model import SessionConfig
+    from geplug.config.problems import Problem
     from geplug.config.resolve import resolve
-    from geplug.errors import ConfigError, GeplugError
+    from geplug.errors import (
+        BackendError,
+        ConfigError,
+        ConfigWarning,
+        GeplugError,
+        NotInitializedError,
+    )
     from geplug.plugin import get_product, installed_products, plugin_report
+    from geplug.products.schema import Product
     from geplug.runtime.api import current_system, initialize_system, shutdown_system
     from geplug.runtime.rank import (
         get_local_rank_id,
@@ -29,14 +37,21 @@ if TYPE_CHECKING:  # the static view of the lazy names below
         get_rank_id,
         get_rank_size,
     )
+    from geplug.runtime.system import System
 
 __version__ = "0.1.0"
 
 __all__ = [
     "PLUGIN_API",
+    "BackendError",
     "ConfigError",
+    "ConfigWarning",
     "GeplugError",
+    "NotInitializedError",
+    "Problem",
+    "Product",
     "SessionConfig",
+    "System",
     "__version__",
     "check",
     "current_system",
@@ -57,8 +72,14 @@ __all__ = [
 ]
 
 _LAZY = {
+    "BackendError": "geplug.errors",
     "ConfigError": "geplug.errors",
+    "ConfigWarning": "geplug.errors",
     "GeplugError": "geplug.errors",
+    "NotInitializedError": "geplug.errors",
+    "Problem": "geplug.config.problems",
+    "Product": "geplug.products.schema",
+    "System": "geplug.runtime.system",
     "SessionConfig": "geplug.config.model",
     "check": "geplug.config",
     "resolve": "geplug.config",

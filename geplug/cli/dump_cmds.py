@@ -326,18 +326,12 @@ def _out_dir(path: str) -> str:
 
 def _save(target: str, write: Any) -> None:
     """Write one converted file completely or not at all (temporary name, then rename)."""
+    from geplug.atomic import write_atomic
     from geplug.errors import DumpError
 
-    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-        os.replace(tmp, target)
+        write_atomic(target, write)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise DumpError(f"cannot write {target!r}: {exc.strerror or exc}; free some space or "
                         "choose a writable --out directory (files converted before are "
                         "complete)", path=target) from exc

@@ -168,20 +168,12 @@ def _save_npz(path: str, arrays: Mapping[str, Any]) -> None:
     """Write ``arrays`` to ``path`` completely or not at all (temp file + os.replace)."""
     import numpy as np
 
+    from geplug.atomic import write_atomic
     from geplug.errors import GeplugError
 
-    fd, tmp = tempfile.mkstemp(prefix=".geplug-run-", suffix=".npz",
-                               dir=os.path.dirname(os.path.abspath(path)))
     try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **dict(arrays))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plain file obeys the umask
-        os.replace(tmp, path)
+        write_atomic(path, lambda fh: np.savez(fh, **dict(arrays)))
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise GeplugError(f"--output {path!r}: cannot write it ({exc.strerror})") from None
 
 

@@ -431,8 +431,11 @@ class PluginManager:
         """Call every implementation of a notify hook in turn, isolating failures.
 
         A :class:`GeplugError` (a deliberate stop, e.g. the disk is full) propagates after the
-        remaining implementations are skipped; any other exception disables the plugin that
-        raised it with a warning and the call goes on with the others.
+        remaining implementations are skipped. Any other exception from a third-party plugin
+        disables that plugin with a warning - after its ``geplug_shutdown_system`` was given
+        every open system, so what it wrote is completed - and the call goes on with the
+        others. A built-in plugin's exception propagates: disabling geplug's own dump or
+        profiling writers would silently lose the artifacts the user asked for.
         """
         results = []
         cached = self._impls.get(hook_name)
@@ -451,10 +454,24 @@ class PluginManager:
                 raise
             except Exception as exc:
                 record = self._records.get(plugin_name)
-                if record is None:  # registered directly on self.pm, outside our policy
-                    raise
+                if record is None or record.origin == "builtin":
+                    raise  # outside our policy, or geplug's own writer: never silently off
+                self._flush_before_skip(plugin_name)
                 self._skip(record, f"{hook_name} raised {type(exc).__name__}: {exc}")
         return results
+
+    def _flush_before_skip(self, plugin_name: str) -> None:
+        """Give a failing plugin's ``geplug_shutdown_system`` every open system first."""
+        from geplug.runtime import api
+
+        shutdown = getattr(self.pm.get_plugin(plugin_name), "geplug_shutdown_system", None)
+        if not callable(shutdown):
+            return
+        for system in list(api._current):
+            try:
+                shutdown(system=system)
+            except Exception:  # it is being disabled for failing already
+                continue
 
     def _implementations(self, hook_name: str) -> list[_Impl]:
         """The implementations of ``hook_name`` with their argument names, cached per hook.

@@ -98,11 +98,13 @@ class System:
     def emit_dump(self, event: DumpEvent) -> list[Any]:
         """Hand ``event`` to every ``geplug_dump`` implementation; returns their non-None
         results (the built-in writers return the paths they wrote)."""
+        if self.closed:  # a late event after shutdown: every writer has already closed
+            return []
         return [r for r in self.manager.call_each("geplug_dump", event=event) if r is not None]
 
     def emit_profile(self, event: ProfileEvent) -> None:
         """Hand ``event`` to every ``geplug_profile`` implementation (profiling on only)."""
-        if self.profiling_enabled:
+        if self.profiling_enabled and not self.closed:
             self.manager.call_each("geplug_profile", event=event)
 
     def shutdown(self) -> None:

@@ -184,3 +184,46 @@ def test_registering_a_name_twice_keeps_the_first() -> None:
     with pytest.warns(PluginSkippedWarning, match="already loaded"):
         assert not manager.register(types.SimpleNamespace(GEPLUG_PLUGIN_API=1), "mine")
     assert manager.pm.get_plugin("mine") is first
+
+
+def test_a_failing_plugin_flushes_open_systems_before_it_is_disabled(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import types
+
+    from geplug import hookimpl
+    from geplug.runtime import api
+
+    flushed: list[object] = []
+
+    @hookimpl
+    def geplug_profile(event: object) -> None:
+        raise RuntimeError("collector crashed")
+
+    @hookimpl
+    def geplug_shutdown_system(system: object) -> None:
+        flushed.append(system)
+
+    manager = PluginManager().load(builtins=False, entry_points=False)
+    manager.register(types.SimpleNamespace(GEPLUG_PLUGIN_API=1, geplug_profile=geplug_profile,
+                                           geplug_shutdown_system=geplug_shutdown_system), "bad")
+    open_system = object()
+    monkeypatch.setattr(api, "_current", [open_system])
+    with pytest.warns(PluginSkippedWarning, match="geplug_profile raised RuntimeError"):
+        manager.call_each("geplug_profile", event=object())
+    assert flushed == [open_system]
+
+
+def test_a_builtin_writer_failure_is_raised_not_silently_disabled() -> None:
+    import types
+
+    from geplug import hookimpl
+
+    @hookimpl
+    def geplug_dump(event: object) -> None:
+        raise RuntimeError("writer bug")
+
+    manager = PluginManager().load(builtins=False, entry_points=False)
+    manager.register(types.SimpleNamespace(GEPLUG_PLUGIN_API=1, geplug_dump=geplug_dump), "dump",
+                     origin="builtin")
+    with pytest.raises(RuntimeError, match="writer bug"):
+        manager.call_each("geplug_dump", event=object())
+    assert _record(manager, "dump").status == "loaded"

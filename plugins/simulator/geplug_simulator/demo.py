@@ -7,7 +7,8 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from functools import partial
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 import onnx
@@ -179,10 +180,18 @@ def run_demo(
 
 def _save(out_dir: str, cases: Sequence[tuple[str, onnx.ModelProto, Any, str]],
           results: dict[str, np.ndarray], report: dict[str, Any]) -> None:
+    from geplug.atomic import write_atomic
+
     os.makedirs(out_dir, exist_ok=True)
     for label, model, _feeds, _note in cases:
-        onnx.save(model, os.path.join(out_dir, f"demo_{label.lower()}.onnx"))
+        data = model.SerializeToString()
+        write_atomic(os.path.join(out_dir, f"demo_{label.lower()}.onnx"),
+                     partial(_write_bytes, data))
     arrays: dict[str, Any] = {k.replace("/", "__"): v for k, v in results.items()}
-    np.savez(os.path.join(out_dir, "demo_outputs.npz"), **arrays)
-    with open(os.path.join(out_dir, "demo_decisions.json"), "w", encoding="utf-8") as fh:
-        json.dump(report, fh, indent=2)
+    write_atomic(os.path.join(out_dir, "demo_outputs.npz"), lambda fh: np.savez(fh, **arrays))
+    text = json.dumps(report, indent=2).encode("utf-8")
+    write_atomic(os.path.join(out_dir, "demo_decisions.json"), partial(_write_bytes, text))
+
+
+def _write_bytes(data: bytes, fh: BinaryIO) -> None:
+    fh.write(data)
