@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_flag_values(list(sys.argv[1:] if argv is None else argv)))
     except SystemExit as exc:
         return int(exc.code or 0)
     if not getattr(args, "func", None):
@@ -76,6 +76,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:  # `geplug describe X | head`: the reader left; stop quietly
             _silence_stdout()
             return EXIT_FINDING
+
+
+FLAG_VALUED_OPTIONS = ("--atc",)
+"""Options whose value is itself a command line starting with ``--``."""
+
+
+def _join_flag_values(argv: list[str]) -> list[str]:
+    """``--atc "--x=1"`` -> ``--atc=--x=1``: argparse would take a value starting with ``--``
+    for an option of geplug (``expected one argument``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in FLAG_VALUED_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("--"):
+            out.append(f"{token}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
 
 
 def _silence_stdout() -> None:

@@ -70,9 +70,16 @@ def _keep_chain(orig: str, note: str) -> list[Step]:
 
 
 def chain(
-    rule: str, op: OpSupport, orig: str, *, lowered: bool, mix_state: str
+    rule: str, op: OpSupport, orig: str, *, lowered: bool, mix_state: str,
+    product_floats: tuple[str, ...] = (F16, BF16, F32),
 ) -> tuple[list[Step], bool]:
-    """The §5.4 chain for ``rule``; the flag says whether a seed sentence covers the case."""
+    """The §5.4 chain for ``rule``; the flag says whether a seed sentence covers the case.
+
+    ``product_floats`` are the floating dtypes the product has on AI Core at all: force_fp16's
+    "supports float16, bfloat16 and float32" is read as "every one of those the product has"
+    (inferred: on a family without bfloat16 the condition would otherwise never hold, although
+    force_fp16 is its inference default and GE maps v2 ``fp16`` onto it).
+    """
     matrix = op.op_class == "matrix"
     if rule == "allow_fp32_to_fp16":
         if matrix and orig == F32:
@@ -98,9 +105,11 @@ def chain(
                 _cpu(F32, "vector op: AI Core has neither float32 nor float16, AI CPU"),
             ], True
     if rule == "force_fp16" and orig in (F16, BF16, F32):
-        if all(d in op.aicore_dtypes for d in (F16, BF16, F32)):
-            return [_aic(F16, "the AI Core op supports float16, bfloat16 and float32: "
-                         "forced float16")], True
+        required = tuple(d for d in (F16, BF16, F32) if d in product_floats or d == F16)
+        if all(d in op.aicore_dtypes for d in required):
+            having = ", ".join(required)
+            return [_aic(F16, f"the AI Core op supports {having} (every float dtype of the "
+                         "product): forced float16")], True
         note = " (force_fp16 applies only to ops supporting float16, bfloat16 and float32)"
         return [
             _aic(orig, f"kept the original {orig} on AI Core{note}"),

@@ -95,6 +95,12 @@ class OpDecision:
         return data
 
 
+def product_float_dtypes(product: Product) -> tuple[str, ...]:
+    """The floating dtypes (float16, bfloat16, float32) any AI Core op of ``product`` has."""
+    present = {d for op in (*product.ops.values(), product.default_op) for d in op.aicore_dtypes}
+    return tuple(d for d in (F16, BF16, F32) if d in present)
+
+
 def select_dtype(
     op: OpSupport,
     mode: PrecisionMode,
@@ -104,6 +110,7 @@ def select_dtype(
     product: str = "",
     mix_state: str = "",
     prev_lowered: bool = False,
+    product_floats: tuple[str, ...] = (F16, BF16, F32),
 ) -> Selection:
     """Pick engine and dtype for one op (options.md §5.4, the seed's precision_mode text).
 
@@ -114,7 +121,8 @@ def select_dtype(
     lowered = mode.is_mixed and (
         mix_state == WHITE or (mix_state == GREY and prev_lowered)
     )
-    steps, stated = chain(mode.rule, op, original_dtype, lowered=lowered, mix_state=mix_state)
+    steps, stated = chain(mode.rule, op, original_dtype, lowered=lowered, mix_state=mix_state,
+                          product_floats=product_floats)
     tried: list[str] = []
     for step in steps:
         if step.supported(op):
@@ -193,6 +201,7 @@ def decide(
         overrides = normalize_overrides(raw)
     lowered_by_node: dict[str, bool] = {}
     decisions: list[OpDecision] = []
+    floats = product_float_dtypes(product)
     for info in nodes:
         op = product.op(info.op_type)
         state = list_state(info.op_type, op.precision_reduce, overrides)
@@ -210,7 +219,7 @@ def decide(
             continue
         sel = select_dtype(
             op, mode, info.original_dtype, node=info.name, product=product.name,
-            mix_state=state, prev_lowered=prev_lowered,
+            mix_state=state, prev_lowered=prev_lowered, product_floats=floats,
         )
         lowered_by_node[info.name] = sel.lowered
         decisions.append(OpDecision(

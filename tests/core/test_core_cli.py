@@ -295,3 +295,15 @@ def test_plugins_names_a_disable_typo_and_exits_1(monkeypatch, capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert code == 1
     assert any("'profilng'" in w and "'profiling'" in w for w in data["warnings"])
+
+
+def test_atc_value_starting_with_dashes_is_taken_as_the_atc_line(capsys) -> None:  # type: ignore[no-untyped-def]
+    from geplug.cli.main import main
+    from geplug.testing.plugin import require_product
+
+    require_product("atlas_a2")
+    code = main(["check", "--atc", "--precision_mode=must_keep_origin_dtype",
+                 "--product", "atlas_a2"])
+    err = capsys.readouterr().err
+    assert "expected one argument" not in err
+    assert code in (0, 1)  # checked: ATC without --soc_version is a finding, not a usage error

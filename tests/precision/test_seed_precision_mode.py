@@ -83,6 +83,15 @@ def test_force_fp16_lowers_a_float16_only_cube_to_float16():
     assert pick("force_fp16", op(aic=("int8",)), "float32") == ("AI_CPU", "float32")
 
 
+def test_force_fp16_on_a_family_without_bfloat16_forces_ops_having_its_float_dtypes():
+    """On a product with no bfloat16 anywhere (the inference series, whose default is
+    force_fp16) "supports float16, bfloat16 and float32" means every float dtype it has."""
+    vector = op("vector", aic=("float16", "float32"))
+    assert pick("force_fp16", vector, "float32") == ("AI_CORE", "float32")  # literal rule
+    assert pick("force_fp16", vector, "float32",
+                product_floats=("float16", "float32")) == ("AI_CORE", "float16")
+
+
 def test_force_fp16_is_for_online_inference_only():
     """此参数仅适用于在线推理场景。(checked by the configuration rules, R12)"""
     from geplug.config import check
@@ -260,3 +269,10 @@ def test_integer_ops_keep_their_dtype():
     """The text says nothing about integer ops: they keep their dtype (inferred)."""
     sel = select_dtype(op("vector", aic=("int32",)), mode_from_name("force_fp16"), "int32")
     assert (sel.engine, sel.dtype) == ("AI_CORE", "int32") and "inferred" in sel.reason
+
+
+def test_product_float_dtypes_come_from_the_declaration():
+    from geplug.precision.select import product_float_dtypes
+    from geplug.testing.plugin import require_product
+
+    assert product_float_dtypes(require_product("atlas_infer")) == ("float16", "float32")
