@@ -32,3 +32,32 @@ def test_configuration_md_first_python_example_runs(tmp_path, monkeypatch) -> No
     finally:
         reset_manager(None)
     assert os.getcwd() == str(tmp_path)
+
+
+@pytest.mark.requires_products("atlas_train")
+def test_readme_python_api_example_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("geplug_simulator")
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from geplug.plugin import reset_manager
+
+    weight = numpy_helper.from_array(np.full((64, 8), 0.01, np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="fc")], "readme",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "model.onnx")
+    (tmp_path / "session.toml").write_text('precision_mode = "must_keep_origin_dtype"\n')
+    monkeypatch.chdir(tmp_path)
+    for name in ("RANK_TABLE_FILE", "RANK_ID", "RANK_SIZE", "PROFILING_MODE", "PROFILING_OPTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    block = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0]
+    reset_manager(None)
+    try:
+        exec(compile(block, "README.md", "exec"), {"__name__": "__doc_example__"})
+    finally:
+        reset_manager(None)
