@@ -326,7 +326,13 @@ class SimRuntime:
         )
 
     def close(self) -> None:
-        """Release every compiled model's sessions."""
+        """Release every compiled model's sessions; warn about user-file names that matched
+        no compiled op (op_precision_mode, modify_mixlist)."""
+        from geplug_simulator.unmatched import warn_unmatched
+
+        op_types = {d.op_type for m in self.models for d in m.decisions}
+        nodes = {d.node for m in self.models for d in m.decisions}
         for m in self.models:
             m.close()
         self.models.clear()
+        warn_unmatched(self.system.config, self.system.product, op_types, nodes)

@@ -74,3 +74,26 @@ def test_high_performance_keeps_network_accuracy_for_float16_inputs():
     exact = e / e.sum(axis=-1, keepdims=True)
     assert not np.array_equal(outs["high_performance"], outs["high_precision"])
     assert np.max(np.abs(outs["high_performance"] - exact) / exact) < 2.0**-7
+
+
+def test_ini_names_matching_no_compiled_op_are_warned_at_shutdown(tmp_path):
+    """The real stack ignores unmatched lines silently; geplug warns with a did-you-mean."""
+    from geplug_simulator.unmatched import UnmatchedNameWarning
+
+    ini = tmp_path / "net.ini"
+    ini.write_text("[ByOpType]\nSoftmax=high_precision\n[ByNodeName]\nnosuchnode=high_precision\n")
+    with pytest.warns(UnmatchedNameWarning) as record:
+        _impl_modes({"op_precision_mode": str(ini)})
+    text = " ".join(str(w.message) for w in record)
+    assert "'Softmax' (did you mean 'SoftmaxV2'?)" in text and "'nosuchnode'" in text
+
+
+def test_mixlist_op_types_matching_no_compiled_op_are_warned(tmp_path):
+    import json
+
+    from geplug_simulator.unmatched import UnmatchedNameWarning
+
+    mixlist = tmp_path / "mix.json"
+    mixlist.write_text(json.dumps({"black-list": {"to-add": ["Softmax"]}}))
+    with pytest.warns(UnmatchedNameWarning, match="did you mean 'SoftmaxV2'"):
+        _impl_modes({"precision_mode_v2": "mixed_float16", "modify_mixlist": str(mixlist)})
