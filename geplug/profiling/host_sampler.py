@@ -19,7 +19,10 @@ from typing import Any
 from geplug.profiling.layout import write_text
 from geplug.profiling.rawlog import RawLog
 
-__all__ = ["ITEMS", "HostSampler", "HostSamplingWarning"]
+__all__ = ["ITEMS", "JOIN_TIMEOUT_S", "HostSampler", "HostSamplingWarning"]
+
+JOIN_TIMEOUT_S = 5.0
+"""How long :meth:`HostSampler.stop` waits for the thread (a module attribute for tests)."""
 
 ITEMS: dict[str, tuple[str, list[str], list[str]]] = {
     "cpu": ("host_cpu_usage", ["Timestamp(us)", "Process CPU(%)"], ["proc_cpu"]),
@@ -49,14 +52,32 @@ class HostSampler:
         self.log = log
         self.items: list[str] = [i for i in host_sys if i in ITEMS]
         self.items += [f"usage_{i}" for i in host_sys_usage if f"usage_{i}" in ITEMS]
-        self.notices: list[str] = []
+        self._lock = threading.Lock()
+        """Guards :attr:`notices` and :attr:`samples` (the thread and the caller share them)."""
+        self._notices: list[str] = []
         if "osrt" in host_sys:
-            self.notices.append("host_sys osrt: not collected (needs perf and ltrace, which "
-                                "geplug does not run)")
+            self._notice("host_sys osrt: not collected (needs perf and ltrace, which geplug "
+                         "does not run)")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._psutil: Any = None
-        self.samples = 0
+        self._samples = 0
+
+    def _notice(self, text: str) -> None:
+        with self._lock:
+            self._notices.append(text)
+
+    @property
+    def notices(self) -> list[str]:
+        """What could not be collected (a copy: the thread may still add to it)."""
+        with self._lock:
+            return list(self._notices)
+
+    @property
+    def samples(self) -> int:
+        """Samples written so far."""
+        with self._lock:
+            return self._samples
 
     def start(self) -> None:
         """Probe what can be collected and start the thread."""
@@ -65,10 +86,11 @@ class HostSampler:
         try:
             import psutil
         except ImportError:
-            self.notices.append("host_sys / host_sys_usage: psutil is not installed, nothing "
-                                "collected (pip install psutil)")
+            text = ("host_sys / host_sys_usage: psutil is not installed, nothing collected "
+                    "(pip install psutil)")
+            self._notice(text)
             self.items = []
-            warnings.warn(HostSamplingWarning(self.notices[-1]), stacklevel=3)
+            warnings.warn(HostSamplingWarning(text), stacklevel=3)
             return
         self._psutil = psutil
         proc = psutil.Process()
@@ -77,18 +99,19 @@ class HostSampler:
                 proc.io_counters()
             except (AttributeError, psutil.Error, OSError) as exc:
                 self.items.remove("disk")
-                self.notices.append(f"host_sys disk: per-process I/O counters are not "
-                                    f"available here ({type(exc).__name__}); not collected")
+                self._notice(f"host_sys disk: per-process I/O counters are not "
+                             f"available here ({type(exc).__name__}); not collected")
         if "network" in self.items:
             try:
                 if psutil.net_io_counters() is None:
                     raise OSError("no network counters")
             except (psutil.Error, OSError) as exc:
                 self.items.remove("network")
-                self.notices.append(f"host_sys network: system network counters are not "
-                                    f"available here ({exc}); not collected")
-        if self.notices:
-            warnings.warn(HostSamplingWarning("; ".join(self.notices)), stacklevel=3)
+                self._notice(f"host_sys network: system network counters are not "
+                             f"available here ({exc}); not collected")
+        notices = self.notices
+        if notices:
+            warnings.warn(HostSamplingWarning("; ".join(notices)), stacklevel=3)
         if not self.items:
             return
         self._thread = threading.Thread(target=self._run, args=(proc,),
@@ -96,11 +119,16 @@ class HostSampler:
         self._thread.start()
 
     def _run(self, proc: Any) -> None:
+        """The thread: never raises (a failure ends sampling with a notice)."""
         psutil = self._psutil
         period = 1.0 / self.freq
-        proc.cpu_percent(None)
-        psutil.cpu_percent(None)
-        last = {"t": time.monotonic(), "io": self._io(proc), "net": self._net()}
+        try:
+            proc.cpu_percent(None)
+            psutil.cpu_percent(None)
+            last = {"t": time.monotonic(), "io": self._io(proc), "net": self._net()}
+        except Exception as exc:
+            self._notice(f"host sampling stopped: {type(exc).__name__}: {exc}")
+            return
         t0 = time.monotonic()
         k = 0
         while True:
@@ -112,10 +140,14 @@ class HostSampler:
             if self._stop.wait(max(0.0, delay)):
                 return
             try:
-                self.log.write(json.dumps(self._sample(proc, last)) + "\n")
-                self.samples += 1
+                line = json.dumps(self._sample(proc, last)) + "\n"
+                if self._stop.is_set():
+                    return
+                self.log.write(line)
+                with self._lock:
+                    self._samples += 1
             except Exception as exc:
-                self.notices.append(f"host sampling stopped: {type(exc).__name__}: {exc}")
+                self._notice(f"host sampling stopped: {type(exc).__name__}: {exc}")
                 return
 
     def _io(self, proc: Any) -> Any:
@@ -154,11 +186,20 @@ class HostSampler:
         return s
 
     def stop(self) -> None:
-        """Stop the thread and wait for it."""
+        """Stop the thread and wait for it (at most :data:`JOIN_TIMEOUT_S`).
+
+        A thread still running after that (psutil blocked in the kernel, say) is left to end on
+        its own, but its log is closed first so it can no longer write, and a notice says so.
+        """
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        thread.join(timeout=JOIN_TIMEOUT_S)
+        if thread.is_alive():
+            self.log.close()
+            self._notice(f"host sampling: the sampler thread did not stop within "
+                         f"{JOIN_TIMEOUT_S:g} s; samples after that were dropped")
 
     def write_notice(self, host_dir: str) -> str:
         """``host/collection_notice.txt``: what was collected and what could not be."""

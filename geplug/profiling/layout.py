@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import string
+import tempfile
 import time
 from typing import IO, Any
 
@@ -21,6 +22,7 @@ __all__ = [
     "fmt",
     "fmt_list",
     "format_name",
+    "mkstemp_near",
     "new_prof_name",
     "shapes_text",
     "ts_us",
@@ -107,34 +109,71 @@ def new_prof_name(now: float | None = None, index: int | None = None) -> tuple[s
     return f"PROF_{number:06d}_{ts17}_{letters}", ts14
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+"""The process umask (read once at import: ``os.umask`` can only be read by setting it)."""
+
+
+def mkstemp_near(path: str) -> tuple[int, str]:
+    """A new, uniquely named temporary file next to ``path`` (``.{name}.XXXX.tmp``).
+
+    Unique across processes *and* threads (``tempfile.mkstemp``), in the target directory so
+    ``os.replace`` is atomic; its mode is the usual ``0o666 & ~umask`` rather than mkstemp's
+    ``0o600``, so the renamed file gets the permissions a plain ``open`` would have given.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=os.path.dirname(path) or ".")
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, 0o666 & ~_UMASK)
+    return fd, tmp
+
+
 class AtomicFile:
     """A text file written under a temporary name and renamed into place on success.
 
-    Files written are complete or absent: on an exception the temporary file is removed.
+    Files written are complete or absent: on an exception the temporary file is removed. The
+    temporary name is unique per instance, so two writers of one path (threads or processes)
+    never share it; the last one to finish wins.
     """
 
     def __init__(self, path: str, *, newline: str | None = None) -> None:
         self.path = path
-        self.tmp = os.path.join(
-            os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp"
-        )
+        self.tmp = ""
+        """The temporary file (set on ``__enter__``)."""
         self._newline = newline
         self.handle: IO[str] | None = None
 
     def __enter__(self) -> IO[str]:
-        self.handle = open(
-            self.tmp, "w", encoding="utf-8", newline=self._newline, buffering=1 << 20
-        )
+        fd, self.tmp = mkstemp_near(self.path)
+        try:
+            self.handle = open(
+                fd, "w", encoding="utf-8", newline=self._newline, buffering=1 << 20
+            )
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.remove(self.tmp)
+            raise
         return self.handle
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         assert self.handle is not None
-        self.handle.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
+        try:
+            self.handle.close()
+            if exc_type is None:
+                os.replace(self.tmp, self.path)
+                return
+        except BaseException:
             with contextlib.suppress(OSError):
                 os.remove(self.tmp)
+            raise
+        with contextlib.suppress(OSError):
+            os.remove(self.tmp)
 
 
 def write_json(path: str, data: Any) -> None:

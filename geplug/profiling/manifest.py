@@ -5,10 +5,16 @@
 other file. This manifest is how geplug knows which files are its own: an append-only JSON-lines
 file ``{output}/.geplug_profiling_manifest`` with one ``add`` record per completed file (path
 relative to the output, size, modification time, the ``PROF_*`` directory it belongs to) and one
-``del`` record per file aged out. A file is treated as geplug's only while it still has the size
-and modification time recorded, lives inside a ``PROF_*`` directory of that output and is not a
-link: a file the user replaced, moved in or edited is never deleted. Appends are single short
-lines (safe between processes sharing an output); a torn last line is ignored.
+``del`` record per file aged out, and one ``finished`` record per run (its ``PROF_*``
+directory) appended when the run closes. A file is treated as geplug's only while it still has
+the size and modification time recorded, lives inside a ``PROF_*`` directory of that output and
+is not a link: a file the user replaced, moved in or edited is never deleted. Only the files of
+*finished* runs may be aged out by another run, so two systems sharing an output (threads or
+processes) never delete each other's data while both are collecting (a run that crashed before
+finishing is kept, the safe side). Appends are single short lines; compaction re-reads the file
+and rewrites it while holding an exclusive ``fcntl.flock`` on ``{output}/{MANIFEST_NAME}.lock``
+(appends take the shared lock), so no line appended meanwhile is lost; a torn last line is
+ignored.
 """
 
 from __future__ import annotations
@@ -18,15 +24,25 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 
-from geplug.profiling.layout import PATTERNS
+from geplug.profiling.layout import PATTERNS, mkstemp_near
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows: compaction is then unlocked
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["MANIFEST_NAME", "Entry", "Manifest"]
 
 MANIFEST_NAME = ".geplug_profiling_manifest"
+
+
+def _run_of(rel: str) -> str:
+    """The ``PROF_*`` directory (first path part) of a manifest path."""
+    return rel.replace("\\", "/").split("/")[0]
 
 
 @attrs.frozen
@@ -38,7 +54,7 @@ class Entry:
     size: int
     mtime_ns: int
     ageable: bool
-    """Raw data of the current run, or any file of an earlier run."""
+    """Raw data of the current run, or any file of an earlier, finished run."""
 
 
 class Manifest:
@@ -48,6 +64,8 @@ class Manifest:
         self.output = os.path.abspath(output)
         self.path = os.path.join(self.output, MANIFEST_NAME)
         self.run = os.path.relpath(os.path.abspath(run_dir), self.output)
+        self.finished = False
+        """Set by :meth:`finish` (this run's files may then be aged out by later runs)."""
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._load()
@@ -69,24 +87,44 @@ class Manifest:
         except FileNotFoundError:
             return
 
-    def _load(self) -> None:
-        """Replay the manifest; keep only files that are still exactly what geplug wrote."""
+    def _replay(self, records: Iterable[dict[str, object]]
+                ) -> tuple[OrderedDict[str, Entry], set[str], int]:
+        """Files recorded (oldest first, still exactly geplug's), finished runs, lines read.
+
+        A file is ageable only when its run has finished and is not this run.
+        """
+        entries: OrderedDict[str, Entry] = OrderedDict()
+        finished: set[str] = set()
         lines = 0
-        for record in self._records():
+        for record in records:
             lines += 1
+            op = record.get("op")
+            if op == "finished":
+                run = record.get("run")
+                if isinstance(run, str):
+                    finished.add(run)
+                continue
             rel = record.get("path")
             if not isinstance(rel, str):
                 continue
-            if record.get("op") == "del":
-                self._entries.pop(rel, None)
-            elif record.get("op") == "add":
+            if op == "del":
+                entries.pop(rel, None)
+            elif op == "add":
                 size, mtime = record.get("size"), record.get("mtime_ns")
                 if isinstance(size, int) and isinstance(mtime, int):
-                    self._entries.pop(rel, None)
-                    # every file of an earlier run may be aged out, oldest first
-                    self._entries[rel] = Entry(rel, size, mtime, True)
-        for rel in [r for r, e in self._entries.items() if not self._is_ours(e)]:
-            del self._entries[rel]
+                    entries.pop(rel, None)
+                    entries[rel] = Entry(rel, size, mtime, False)
+        mine = self.run.replace("\\", "/")
+        result: OrderedDict[str, Entry] = OrderedDict()
+        for rel, e in entries.items():
+            if self._is_ours(e):
+                run = _run_of(rel)
+                result[rel] = attrs.evolve(e, ageable=run in finished and run != mine)
+        return result, finished, lines
+
+    def _load(self) -> None:
+        """Replay the manifest; keep only files that are still exactly what geplug wrote."""
+        self._entries, _finished, lines = self._replay(self._records())
         if lines > 2 * len(self._entries) + 64:
             self._compact()
 
@@ -108,30 +146,71 @@ class Manifest:
 
     # -- writing -----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _flock(self, *, exclusive: bool) -> Iterator[None]:
+        """Hold ``fcntl.flock`` on the manifest's lock file (unlocked where that fails)."""
+        fd = -1
+        if fcntl is not None:
+            try:
+                fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            except OSError:
+                if fd >= 0:
+                    os.close(fd)
+                fd = -1
+        try:
+            yield
+        finally:
+            if fd >= 0:
+                os.close(fd)  # releases the lock
+
     def _append(self, record: dict[str, object]) -> None:
         """Append one record; when the disk refuses, the file stays unrecorded (so it is never
         aged out: the safe side)."""
         line = json.dumps(record, separators=(",", ":")) + "\n"
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line.encode("utf-8"))
-            finally:
-                os.close(fd)
+            with self._flock(exclusive=False):
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line.encode("utf-8"))
+                finally:
+                    os.close(fd)
         except OSError:
             pass
 
     def _compact(self) -> None:
-        tmp = f"{self.path}.{os.getpid()}.tmp"
+        """Rewrite the manifest with only the live records.
+
+        Under the exclusive lock the file is read again (not this instance's snapshot), so
+        lines other runs appended since this one loaded it are kept.
+        """
+        tmp = ""
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                for e in self._entries.values():
-                    fh.write(json.dumps({"op": "add", "path": e.rel, "size": e.size,
-                                         "mtime_ns": e.mtime_ns}, separators=(",", ":")) + "\n")
-            os.replace(tmp, self.path)
+            with self._flock(exclusive=True):
+                entries, finished, _lines = self._replay(self._records())
+                fd, tmp = mkstemp_near(self.path)
+                with open(fd, "w", encoding="utf-8") as fh:
+                    for e in entries.values():
+                        fh.write(json.dumps({"op": "add", "path": e.rel, "size": e.size,
+                                             "mtime_ns": e.mtime_ns},
+                                            separators=(",", ":")) + "\n")
+                    runs = {_run_of(rel) for rel in entries}
+                    for run in sorted(finished & runs):
+                        fh.write(json.dumps({"op": "finished", "run": run},
+                                            separators=(",", ":")) + "\n")
+                os.replace(tmp, self.path)
         except OSError:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.remove(tmp)
+
+    def finish(self) -> None:
+        """Record that this run is complete: from now on later runs may age its files out."""
+        with self._lock:
+            if self.finished:
+                return
+            self.finished = True
+            self._append({"op": "finished", "run": self.run.replace("\\", "/")})
 
     def add(self, path: str, *, ageable: bool) -> Entry | None:
         """Record a completed file of this run; ``None`` when it vanished meanwhile."""

@@ -5,6 +5,8 @@
 current system (:func:`geplug.current_system`) as :class:`~geplug.events.MarkerEvent` s and
 appear in the timeline (process ``MsTx``) and in ``msprof_tx_{ts14}.csv``. Every call is a
 cheap no-op when no system is initialised, profiling is off, or ``msproftx`` is not ``on``.
+Ranges still open when their system shuts down are dropped then (:func:`forget_system`), with
+one :class:`MstxWarning` per system.
 """
 
 from __future__ import annotations
@@ -12,15 +14,23 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["mark", "range", "range_end", "range_start"]
+__all__ = ["MstxWarning", "forget_system", "mark", "range", "range_end", "range_start"]
 
 _ids = itertools.count(1)
-_open: dict[int, tuple[Any, str, float, str]] = {}
+_open: dict[int, dict[int, tuple[Any, str, float, str]]] = {}
+"""system.id -> {range id -> (system, message, start, domain)}: the ranges not yet ended."""
+_owner: dict[int, int] = {}
+"""range id -> the system.id it was opened on."""
 _lock = threading.Lock()
+
+
+class MstxWarning(UserWarning):
+    """mstx ranges were started but never ended before their system shut down."""
 
 
 def _target() -> Any:
@@ -62,14 +72,19 @@ def range_start(message: str, domain: str = "default") -> int:
         return 0
     range_id = next(_ids)
     with _lock:
-        _open[range_id] = (system, str(message), _now_us(), domain)
+        _open.setdefault(system.id, {})[range_id] = (system, str(message), _now_us(), domain)
+        _owner[range_id] = system.id
     return range_id
 
 
 def range_end(range_id: int) -> None:
     """Close the range ``range_id`` (an unknown or 0 id is ignored)."""
     with _lock:
-        entry = _open.pop(range_id, None)
+        owner = _owner.pop(range_id, None)
+        ranges = _open.get(owner) if owner is not None else None
+        entry = ranges.pop(range_id, None) if ranges is not None else None
+        if ranges is not None and not ranges:
+            del _open[owner]  # type: ignore[arg-type]
     if entry is None:
         return
     system, message, start, domain = entry
@@ -89,3 +104,26 @@ def range(message: str, domain: str = "default") -> Iterator[int]:
         yield range_id
     finally:
         range_end(range_id)
+
+
+def forget_system(system: Any) -> int:
+    """Drop the ranges of ``system`` that were never ended (called at its shutdown).
+
+    Returns how many there were and warns once when there were any, so a forgotten
+    ``range_end`` is visible instead of keeping the system alive.
+    """
+    with _lock:
+        ranges = _open.pop(system.id, {})
+        for range_id in ranges:
+            _owner.pop(range_id, None)
+    if ranges:
+        names = ", ".join(sorted({repr(m) for _, m, _, _ in ranges.values()})[:5])
+        warnings.warn(
+            MstxWarning(
+                f"system {system.id}: {len(ranges)} geplug.mstx range(s) were started but never "
+                f"ended ({names}); they are not in the profile; call range_end() with the id "
+                "range_start() returned, or use 'with geplug.mstx.range(...)'"
+            ),
+            stacklevel=2,
+        )
+    return len(ranges)

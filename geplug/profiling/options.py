@@ -4,16 +4,19 @@
 checker (``geplug.config.check``) rejects bad values before a system exists; this module only
 turns the accepted strings into typed values and fills the reference defaults for keys that are
 still unset (options.md §3.3), so the collectors also work on a hand-built ``ResolvedConfig``.
+The value syntax (the ``storage_limit`` pattern, the ``Custom:`` prefix) is the checker's own
+definition, imported from :mod:`geplug.config.rules.profiling`, so the checker and the
+collectors can never disagree about what a value means.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING
 
 import attrs
 
+from geplug.config.rules.profiling import CUSTOM, STORAGE_RE
 from geplug.errors import ProfilingError
 
 if TYPE_CHECKING:
@@ -23,9 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CUSTOM_PREFIX", "Effective", "parse_custom", "parse_storage_limit"]
 
-CUSTOM_PREFIX = "Custom:"
-"""aic_metrics prefix of a register list (options.md §3.3)."""
-_LIMIT_RE = re.compile(r"^(\d{1,10})MB$")
+CUSTOM_PREFIX = CUSTOM
+"""aic_metrics prefix of a register list, case-sensitive as the checker reads it (§3.3)."""
 
 
 def _switch(value: str | None) -> bool:
@@ -49,7 +51,7 @@ def parse_storage_limit(value: str | None) -> int:
     """``"<N>MB"`` -> N (MB); 0 when unset; raises for a malformed value (options.md §3.3)."""
     if value is None or value == "":
         return 0
-    match = _LIMIT_RE.match(value)
+    match = STORAGE_RE.fullmatch(value)
     if match is None:
         raise ProfilingError(
             f"profiling_options.storage_limit = {value!r} is invalid: expected digits followed by "
@@ -195,8 +197,8 @@ def _supported_freq(value: str | None, product: Product, key: str) -> int:
 def _group(value: str | None, product: Product, key: str) -> tuple[str, tuple[str, ...]]:
     if value is None or value == "" or value.lower() == "none":
         return "", ()
-    if value[: len(CUSTOM_PREFIX)].lower() == CUSTOM_PREFIX.lower():
-        return "Custom", parse_custom(CUSTOM_PREFIX + value[len(CUSTOM_PREFIX):])
+    if value.startswith(CUSTOM_PREFIX):
+        return "Custom", parse_custom(value)
     caps = product.profiling
     group = caps.aic_metrics_aliases.get(value, value)
     if group not in caps.pmu_columns:

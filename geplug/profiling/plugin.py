@@ -28,12 +28,20 @@ _lock = threading.Lock()
 
 
 def session_for(system: System) -> ProfilingSession | None:
-    """The session of ``system``, started on first use (``None`` when nothing is collected)."""
+    """The session of ``system``, started on first use (``None`` when nothing is collected).
+
+    A closed system never starts one: a late event after shutdown must not create a new
+    ``PROF_*`` directory that nobody closes.
+    """
+    if system.closed:
+        return None
     try:
         return _sessions[system.id]
     except KeyError:
         pass
     with _lock:
+        if system.closed:
+            return None
         if system.id in _sessions:
             return _sessions[system.id]
         _sessions[system.id] = session = _start(system)
@@ -57,8 +65,20 @@ def _start(system: System) -> ProfilingSession | None:
             stacklevel=4,
         )
         return None
-    os.makedirs(eff.output_root, exist_ok=True)
-    return ProfilingSession(system, eff)
+    try:
+        os.makedirs(eff.output_root, exist_ok=True)
+        return ProfilingSession(system, eff)
+    except OSError as exc:
+        where = exc.filename if exc.filename else eff.output_root
+        warnings.warn(
+            storage.ProfilingStorageWarning(
+                f"profiling not collected: cannot create the profiling output {where!r} under "
+                f"profiling_options.output = {eff.output_root!r} ({exc.strerror or exc}); set "
+                "profiling_options.output to a writable directory"
+            ),
+            stacklevel=4,
+        )
+        return None
 
 
 @hookimpl
@@ -77,6 +97,9 @@ def geplug_profile(event: ProfileEvent) -> None:
 @hookimpl
 def geplug_shutdown_system(system: System) -> None:
     """Finish the system's collection: every summary written, every file complete."""
+    from geplug.profiling import mstx
+
+    mstx.forget_system(system)
     with _lock:
         session = _sessions.pop(system.id, None)
     if session is not None:

@@ -208,6 +208,8 @@ class ProfilingSession:
                 ),
                 stacklevel=2,
             )
+        finally:
+            self.guard.finish()
 
     def _finish(self) -> None:
         """Write the notice, the summaries and the end info (skipped when the disk is low)."""

@@ -137,6 +137,10 @@ class StorageGuard:
         self.stop_reason = reason
         warnings.warn(ProfilingStorageWarning(reason), stacklevel=3)
 
+    def finish(self) -> None:
+        """This run is complete: later runs sharing the output may now age its files out."""
+        self.manifest.finish()
+
     def files(self) -> list[str]:
         """The files geplug wrote in the output and still present, oldest first."""
         return [os.path.join(self.output, e.rel) for e in self.manifest.entries()]
