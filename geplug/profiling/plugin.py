@@ -81,17 +81,46 @@ def _start(system: System) -> ProfilingSession | None:
         return None
 
 
+_pending: dict[int, list[ProfileEvent]] = {}
+"""system.id -> graph events seen before its first step (no ``PROF_*`` directory yet)."""
+
+
 @hookimpl
 def geplug_profile(event: ProfileEvent) -> None:
-    """Stream ``event`` into its system's ``PROF_*`` directory."""
+    """Stream ``event`` into its system's ``PROF_*`` directory.
+
+    The directory is created on the first event of a run (a step, task, API call or marker),
+    not at compile: compiling alone (``geplug compile``) leaves no empty collection behind.
+    Graph events before that are checked at once (fp_point / bp_point) and replayed then.
+    """
     run: Any = getattr(event, "run", None)
     system = run.system if run is not None else event.system  # type: ignore[union-attr]
     try:
         session = _sessions[system.id]
     except KeyError:
+        if event.kind == "graph":
+            _check_graph(system, event)
+            with _lock:
+                _pending.setdefault(system.id, []).append(event)
+            return
         session = session_for(system)
+        with _lock:
+            pending = _pending.pop(system.id, [])
+        if session is not None:
+            for graph in pending:
+                session.handle(graph)
     if session is not None:
         session.handle(event)
+
+
+def _check_graph(system: System, event: Any) -> None:
+    """Named fp/bp points must be ops of the graph (a ProfilingError at compile time)."""
+    from geplug.profiling.options import Effective
+    from geplug.profiling.step_trace import check_fp_bp
+
+    eff = Effective.from_config(system.config, system.product)
+    if eff.training_trace:
+        check_fp_bp(event, eff.fp_point, eff.bp_point)
 
 
 @hookimpl
@@ -102,5 +131,6 @@ def geplug_shutdown_system(system: System) -> None:
     mstx.forget_system(system)
     with _lock:
         session = _sessions.pop(system.id, None)
+        _pending.pop(system.id, None)
     if session is not None:
         session.close()

@@ -23,7 +23,11 @@ from geplug.profiling.rawlog import RawLog
 if TYPE_CHECKING:
     from geplug.events import GraphEvent, StepEvent
 
-__all__ = ["HEADER", "StepTraceCollector"]
+__all__ = [
+    "HEADER",
+    "StepTraceCollector",
+    "check_fp_bp",
+]
 
 HEADER = [
     "Device_id", "Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)",
@@ -31,6 +35,23 @@ HEADER = [
     "Model ID", "Reduce Start(us)", "Reduce Duration(us)",
 ]
 
+
+
+def check_fp_bp(ev: GraphEvent, fp_point: str, bp_point: str) -> None:
+    """Raise :class:`ProfilingError` when a named fp/bp op is not in the compiled graph."""
+    names = [op.name for op in ev.ops]
+    known = set(names)
+    for key, value in (("fp_point", fp_point), ("bp_point", bp_point)):
+        if value and value not in known:
+            close = difflib.get_close_matches(value, names, n=3)
+            more = " ..." if len(names) > 8 else ""
+            hint = ("did you mean " + " or ".join(repr(c) for c in close) + "?") if close \
+                else f"the graph's ops are {', '.join(names[:8])}{more}"
+            raise ProfilingError(
+                f"profiling_options.{key} = {value!r} is not an op of model "
+                f"{ev.run.model_name!r} (model id {ev.run.model_id}): {hint}; set it to an "
+                "op name of the graph, or to \"\" for automatic detection"
+            )
 
 class StepTraceCollector:
     """Tracks the open step of each model and appends one record per finished step."""
@@ -44,19 +65,7 @@ class StepTraceCollector:
 
     def on_graph(self, ev: GraphEvent) -> None:
         """Check that named fp/bp ops exist in the compiled graph."""
-        names = [op.name for op in ev.ops]
-        known = set(names)
-        for key, value in (("fp_point", self.fp_point), ("bp_point", self.bp_point)):
-            if value and value not in known:
-                close = difflib.get_close_matches(value, names, n=3)
-                more = " ..." if len(names) > 8 else ""
-                hint = ("did you mean " + " or ".join(repr(c) for c in close) + "?") if close \
-                    else f"the graph's ops are {', '.join(names[:8])}{more}"
-                raise ProfilingError(
-                    f"profiling_options.{key} = {value!r} is not an op of model "
-                    f"{ev.run.model_name!r} (model id {ev.run.model_id}): {hint}; set it to an "
-                    "op name of the graph, or to \"\" for automatic detection"
-                )
+        check_fp_bp(ev, self.fp_point, self.bp_point)
 
     def on_step(self, ev: StepEvent) -> None:
         """Open or close the step of ``ev.run.model_id``."""

@@ -60,3 +60,13 @@ def test_simulated_run_rejects_a_bp_point_outside_the_graph(tmp_path, fresh_mana
     with geplug.initialize_system(product.name, _options(tmp_path, bp_point="fc9")) as system:
         with pytest.raises(ProfilingError, match="bp_point = 'fc9'"):
             system.compile(_mlp())
+
+
+@pytest.mark.product_capability("runtime.initialize_system")
+def test_compiling_without_running_leaves_no_profiling_directory(tmp_path, fresh_manager,
+                                                                 product):
+    import geplug
+
+    with geplug.initialize_system(product.name, _options(tmp_path)) as system:
+        system.compile(_mlp())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("PROF_")]
