@@ -174,12 +174,16 @@ class NotInitializedError(GeplugError):
 class RankTableError(GeplugError):
     """A rank table (RANK_TABLE_FILE) is invalid; ``path`` and ``field`` name the culprit."""
 
-    def __init__(self, message: str, *, path: str = "", field: str = "", code: str = "") -> None:
+    def __init__(self, message: str, *, path: str = "", field: str = "", code: str = "",
+                 issues: Sequence[Any] = ()) -> None:
         super().__init__(message)
         self.path = path
         self.field = field
         self.code = code
         """The real stack's error code where one exists (EI0004...), else ""."""
+        self.issues = tuple(issues)
+        """Every problem found in the table (``geplug.runtime.rank_table.TableIssue``), so a
+        check can report them all at once; empty for a single-problem error."""
 
 
 class RankQueryError(GeplugError, ValueError):

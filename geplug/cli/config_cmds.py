@@ -118,6 +118,12 @@ def _print_problems(problems: list[Any], stream: Any) -> None:
         print(f"  {p.severity}: {p.render()}", file=stream)
 
 
+def _soc(args: argparse.Namespace, product: Any) -> str | None:
+    """The SoC string ``--product`` named the product by (``Ascend910B3``), else None."""
+    name = getattr(args, "product", None)
+    return name if name in product.soc_versions else None
+
+
 def _problems(args: argparse.Namespace, config: Any, product: Any,
               parse_problems: list[Any]) -> list[Any]:
     """Parsing problems and rule problems together, each finding once."""
@@ -125,7 +131,8 @@ def _problems(args: argparse.Namespace, config: Any, product: Any,
     from geplug.config.problems import unique
 
     return unique([*parse_problems, *check(
-        config, product, for_initialize_system=getattr(args, "for_initialize_system", False))])
+        config, product, for_initialize_system=getattr(args, "for_initialize_system", False),
+        soc=_soc(args, product))])
 
 
 def _read_or_usage(args: argparse.Namespace, *, allow_all: bool
@@ -189,7 +196,7 @@ def _resolved(args: argparse.Namespace) -> tuple[Any, Any, Any, list[Any]] | int
         print(f"geplug: the configuration has errors on {product.name}:", file=sys.stderr)
         _print_problems(problems, sys.stderr)
         return EXIT_FINDING
-    return config, product, resolve(config, product), problems
+    return config, product, resolve(config, product, soc=_soc(args, product)), problems
 
 
 def _resolve_cmd(args: argparse.Namespace) -> int:
@@ -230,7 +237,7 @@ def _export_cmd(args: argparse.Namespace) -> int:
     if isinstance(got, int):
         return got
     config, product, _, warnings = got
-    report = export_report(config, product, args.to)
+    report = export_report(config, product, args.to, soc=_soc(args, product))
     _print_problems(unique([*warnings, *report.problems]), sys.stderr)
     sys.stdout.write(report.text)
     return EXIT_OK

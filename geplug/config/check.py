@@ -24,16 +24,20 @@ def check(
     env: Mapping[str, str] | None = None,
     for_initialize_system: bool = False,
     cwd: str | None = None,
+    soc: str | None = None,
 ) -> list[Problem]:
     """Every problem of ``config`` on ``product``, errors and warnings, each once.
 
     ``env``: the environment the run will see (default ``os.environ``; NPU_COLLECT_PATH,
     RANK_TABLE_FILE... change the rules). ``for_initialize_system``: also check that the
     product supports ``initialize_system`` (options.md §15.1, R28). ``cwd``: the directory
-    relative paths are resolved against (default the current one).
+    relative paths are resolved against (default the current one). ``soc``: the SoC string
+    the product was named by (``--product Ascend910B3``); a config soc_version naming another
+    SoC is then a warning naming both.
     """
     ctx = Ctx(config, product, os.environ if env is None else env,
-              os.getcwd() if cwd is None else cwd, for_initialize_system=for_initialize_system)
+              os.getcwd() if cwd is None else cwd, for_initialize_system=for_initialize_system,
+              soc=soc)
     for _, rule in RULES:
         rule(ctx)
     return ctx.out

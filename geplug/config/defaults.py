@@ -8,6 +8,7 @@ from geplug.config.resolved import Source
 
 if TYPE_CHECKING:
     from geplug.config.model import SessionConfig
+    from geplug.config.problems import Problem
     from geplug.products.schema import Product
 
 __all__ = [
@@ -16,7 +17,9 @@ __all__ = [
     "TF_ADAPTER_FRONT_ENDS",
     "default_exception_dump",
     "default_precision",
+    "default_soc",
     "graph_run_mode",
+    "soc_default_problem",
 ]
 
 PRECISION_MODES = (
@@ -66,3 +69,29 @@ def default_precision(product: Product, run_mode: int, front_end: str = "tf") ->
     if run_mode == 1 and product.precision.default_training:
         return product.precision.default_training
     return product.precision.default_inference
+
+
+def default_soc(product: Product, soc: str | None = None) -> str | None:
+    """The soc_version used when the config sets none: ``soc`` (the SoC string the product was
+    named by, e.g. ``--product Ascend910B3``) when it is one of the product's, else the
+    product's first SoC."""
+    if soc is not None and soc in product.soc_versions:
+        return soc
+    return product.soc_versions[0] if product.soc_versions else None
+
+
+def soc_default_problem(config: SessionConfig, product: Product,
+                        soc: str | None = None) -> Problem | None:
+    """The warning that soc_version silently defaults to the product's first SoC (None when
+    it is set, when the product was named by a SoC string, or when the product has one SoC)."""
+    from geplug.config.problems import Problem
+
+    if config.soc_version is not None or len(product.soc_versions) < 2:
+        return None
+    if soc is not None and soc in product.soc_versions:
+        return None
+    first = product.soc_versions[0]
+    return Problem(option="soc_version", value=None, severity="warning",
+                   message=f"soc_version not set: using {first}, the first SoC of "
+                           f"{product.display_name}",
+                   hint="set soc_version to your card's (npu-smi info)")

@@ -22,7 +22,9 @@ from geplug.config.defaults import (
     PRECISION_MODES,
     PRECISION_MODES_V2,
     default_exception_dump,
+    default_soc,
     graph_run_mode,
+    soc_default_problem,
 )
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER, OPTIONS
@@ -110,8 +112,10 @@ def _refusal(name: str, value: Any, key: str) -> str:
             f"{value!r}")
 
 
-def materialised_defaults(config: SessionConfig, product: Product, to: str) -> dict[str, Any]:
-    """Defaults written explicitly because the target layer's own default differs."""
+def materialised_defaults(config: SessionConfig, product: Product, to: str, *,
+                          soc: str | None = None) -> dict[str, Any]:
+    """Defaults written explicitly because the target layer's own default differs (ATC's
+    mandatory soc_version: ``soc``, the SoC the product was named by, else the first)."""
     key = _target(to)
     out: dict[str, Any] = {}
     target = SessionConfig(front_end=key)
@@ -124,16 +128,16 @@ def materialised_defaults(config: SessionConfig, product: Product, to: str) -> d
         if mine_e != default_exception_dump(key):
             out["enable_exception_dump"] = mine_e
     if key == "atc" and config.soc_version is None and product.soc_versions:
-        out["soc_version"] = product.soc_versions[0]
+        out["soc_version"] = default_soc(product, soc)
     return out
 
 
-def export_values(config: SessionConfig, product: Product, to: str
+def export_values(config: SessionConfig, product: Product, to: str, *, soc: str | None = None
                   ) -> tuple[dict[str, Any], list[tuple[str, Any, str]]]:
     """(the options ``to`` carries, by name in reference order; the options left out as
     ``(name, value, why)``)."""
     key = _target(to)
-    wanted = {**config.set_options(), **materialised_defaults(config, product, key)}
+    wanted = {**config.set_options(), **materialised_defaults(config, product, key, soc=soc)}
     values: dict[str, Any] = {}
     left_out: list[tuple[str, Any, str]] = []
     for name in OPTION_ORDER:
@@ -174,16 +178,21 @@ def _comment(name: str, value: Any, why: str) -> str:
     return f"# {name} = {shown!r}: {why}"
 
 
-def export_report(config: SessionConfig, product: Product, to: str) -> Export:
+def export_report(config: SessionConfig, product: Product, to: str, *,
+                  soc: str | None = None) -> Export:
     """``config`` for ``to`` (ge | tf | atc | torch_npu; ``torch`` also accepted), with a
-    warning problem for every option the target cannot carry."""
+    warning problem for every option the target cannot carry, and for ATC a warning when
+    soc_version defaults to the product's first SoC. ``soc``: the SoC string the product was
+    named by (written as ATC's soc_version when the config sets none)."""
     key = _target(to)
-    values, left_out = export_values(config, product, key)
+    values, left_out = export_values(config, product, key, soc=soc)
     problems = tuple(Problem(option=name, value=value if isinstance(value, (str, int, bool))
                              else _text(value), severity="warning",
                              message=f"not exported to {TARGET_NAMES[key]}: {why}",
                              hint="set it where the comment says, or leave it out")
                      for name, value, why in left_out)
+    if key == "atc" and (warning := soc_default_problem(config, product, soc)) is not None:
+        problems = (warning, *problems)
     comments = [_comment(name, value, why) for name, value, why in left_out]
     if key == "ge":
         text = json.dumps({next(k for k in OPTIONS[n].ge_keys if k.startswith("ge.")): _text(v)
@@ -200,9 +209,9 @@ def export_report(config: SessionConfig, product: Product, to: str) -> Export:
     return Export(text=text, problems=problems, values=values)
 
 
-def export(config: SessionConfig, product: Product, to: str) -> str:
+def export(config: SessionConfig, product: Product, to: str, *, soc: str | None = None) -> str:
     """The text of :func:`export_report` (left-out options appear as ``#`` comments)."""
-    return export_report(config, product, to).text
+    return export_report(config, product, to, soc=soc).text
 
 
 def _py_str(text: str) -> str:

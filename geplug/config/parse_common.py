@@ -10,7 +10,7 @@ from typing import Any
 
 from geplug.config.model import PROFILING_KEYS, ProfilingOptions, SessionConfig
 from geplug.config.problems import Problem
-from geplug.config.text import digits, short
+from geplug.config.text import describe, digits, short
 from geplug.errors import ConfigError
 
 __all__ = [
@@ -66,7 +66,7 @@ def unknown(option: str, value: Any, known: Iterable[str], what: str) -> Problem
 def type_problem(option: str, value: Any, expected: str, hint: str = "",
                   code: str = "") -> Problem:
     return Problem(option=option, value=short(value), severity="error",
-                   message=f"expected {expected}, got {type(value).__name__} {short(value)!r}",
+                   message=f"expected {expected}, got {describe(value)}",
                    hint=hint, code=code)
 
 
@@ -125,7 +125,7 @@ def parse_profiling_options(
         if not isinstance(data, dict):
             return None, [Problem(
                 option=option, value=short(value), severity="error",
-                message=f"must be a JSON object, got a JSON {type(data).__name__}",
+                message=f"must be a JSON object, got {describe(data)}",
                 hint='write a JSON object, e.g. {"task_trace": "on"}', code="E10001")]
     elif isinstance(value, Mapping):
         data = dict(value)
@@ -138,11 +138,7 @@ def parse_profiling_options(
             problems.append(unknown(path, item, PROFILING_KEYS, "profiling_options keys"))
             continue
         if isinstance(item, bool) or not isinstance(item, str):
-            hint = ""
-            if isinstance(item, (int, float)) and not isinstance(item, bool):
-                hint = f'write it as a string: "{key}": "{item}" (the collector reads strings)'
-            elif isinstance(item, bool):
-                hint = f'write "{"on" if item else "off"}"'
+            hint = _string_hint(key, item)
             problems.append(type_problem(path, item, "a string", hint,
                                           code="Error: parsing failed"))
             continue
@@ -152,12 +148,39 @@ def parse_profiling_options(
     return ProfilingOptions(**fields), problems
 
 
+def _string_hint(key: str, item: Any) -> str:
+    """How to write a non-string profiling_options value as a string the key's rule accepts
+    (never a suggestion the rule then rejects, e.g. ``"500"`` for storage_limit)."""
+    from geplug.config.rules.profiling import FREQ_KEYS, LEVELS, SWITCHES
+
+    reads = " (the collector reads strings)"
+    if key in LEVELS or key in SWITCHES or key == "training_trace":
+        allowed = LEVELS.get(key, ("on", "off"))
+        if isinstance(item, bool) and ("on" if item else "off") in allowed:
+            return f'write "{"on" if item else "off"}"{reads}'
+        return "write one of " + ", ".join(f'"{a}"' for a in allowed) + reads
+    number = isinstance(item, (int, float)) and not isinstance(item, bool)
+    if key == "storage_limit" and number:
+        size = max(int(item), 200) if item == int(item) else 200
+        return f'write it as a string with the unit: "{key}": "{size}MB" (200MB at least)'
+    if key in FREQ_KEYS and number and item == int(item) and item >= 0:
+        return f'write it as a string: "{key}": "{int(item)}"{reads}'
+    if number and key not in ("storage_limit", *FREQ_KEYS):
+        return f'write it as a string: "{key}": "{item}"{reads}'
+    return "write a string" + reads
+
+
 def convert(option: str, value: Any, kind: str, problems: list[Problem]) -> Any:
     """Convert a Python/TOML value of ``kind``; append a problem and return None if wrong."""
     if kind == "bool":
         if isinstance(value, bool):
             return value
-        problems.append(type_problem(option, value, "true or false"))
+        hint = ""
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            hint = f"write {value.strip().lower()} without quotes"
+        elif isinstance(value, int) and value in (0, 1):
+            hint = f"write {'true' if value else 'false'}"
+        problems.append(type_problem(option, value, "true or false", hint))
         return None
     if kind == "int":
         if isinstance(value, int) and not isinstance(value, bool):

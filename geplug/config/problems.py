@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 import attrs
 
+from geplug.config.text import literal
+
 __all__ = ["Problem", "unique"]
 
 
@@ -25,6 +27,10 @@ class Problem:
     message: str
     hint: str = ""
     code: str = ""
+    depends: tuple[str, ...] = attrs.field(default=(), eq=False)
+    """Options this finding is about besides ``option`` (a warning that enable_dump is not
+    true depends on enable_dump): dropped by :func:`unique` when one of them has an error,
+    so an invalid value never brings a second, misleading warning."""
 
     def identity(self) -> tuple[str, str, str, str]:
         """What makes two findings the same one (reported once): option, severity, message,
@@ -42,8 +48,10 @@ class Problem:
             head = f"{self.option} (not set)"
         elif isinstance(self.value, str) and self.value == self.option:
             head = self.option
-        else:
+        elif isinstance(self.value, (str, int, float)) and not isinstance(self.value, bool):
             head = f"{self.option} = {self.value!r}"
+        else:  # true, 2024-01-01, arrays: as written in TOML, not as Python reprs
+            head = f"{self.option} = {literal(self.value)}"
         message = self.message.rstrip()
         text = f"{head}: {message}"
         if self.hint:
@@ -58,7 +66,7 @@ class Problem:
         """The JSON form of ``geplug check --format json``."""
         value = self.value
         if not isinstance(value, (str, int, float, bool, type(None))):
-            value = repr(value)
+            value = literal(value)
         return {
             "option": self.option,
             "value": value,
@@ -70,10 +78,15 @@ class Problem:
 
 
 def unique(problems: Iterable[Problem]) -> list[Problem]:
-    """``problems`` in order, each identical finding (option, severity, message, value) once."""
+    """``problems`` in order, each identical finding (option, severity, message, value) once,
+    without the warnings that depend on an option that already has an error (``depends``)."""
+    problems = list(problems)
+    errored = {p.option for p in problems if p.severity == "error"}
     seen: set[tuple[str, str, str, str]] = set()
     out: list[Problem] = []
     for problem in problems:
+        if problem.severity == "warning" and errored.intersection(problem.depends):
+            continue
         key = problem.identity()
         if key not in seen:
             seen.add(key)

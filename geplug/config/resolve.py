@@ -13,7 +13,12 @@ from typing import Any
 
 import attrs
 
-from geplug.config.defaults import default_exception_dump, default_precision, graph_run_mode
+from geplug.config.defaults import (
+    default_exception_dump,
+    default_precision,
+    default_soc,
+    graph_run_mode,
+)
 from geplug.config.locations import exception_dump_location
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER
@@ -57,12 +62,15 @@ def resolve(
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    soc: str | None = None,
 ) -> ResolvedConfig:
     """The effective configuration of ``config`` on ``product``, with ``sources``.
 
     ``env`` defaults to ``os.environ``, ``cwd`` to the current directory. Contract for the
     simulator: exactly one of ``precision_mode``/``precision_mode_v2`` is set afterwards (the
-    user's, else ``precision_mode`` = the product default for the run mode).
+    user's, else ``precision_mode`` = the product default for the run mode). ``soc``: the SoC
+    string the product was named by (``Ascend910B3``); an unset soc_version becomes it rather
+    than the product's first SoC.
     """
     env = os.environ if env is None else env
     cwd = os.path.abspath(os.getcwd() if cwd is None else cwd)
@@ -230,8 +238,7 @@ def resolve(
         mixlist = read or {}
         sources["mixlist_overrides"] = Source.USER
 
-    fill("soc_version", product.soc_versions[0] if product.soc_versions else None,
-         Source.PRODUCT_DEFAULT)
+    fill("soc_version", default_soc(product, soc), Source.PRODUCT_DEFAULT)
     effective = attrs.evolve(c, **new)
     return ResolvedConfig(
         product=product.name,

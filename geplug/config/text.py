@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
+import json
 from typing import Any
 
-__all__ = ["digits", "short"]
+__all__ = ["describe", "digits", "literal", "short"]
 
 
 def digits(text: str) -> bool:
@@ -19,3 +21,53 @@ def short(value: Any, limit: int = 200) -> Any:
     if isinstance(value, bytes) and len(value) > limit:
         return value[:limit] + b"..."
     return value
+
+
+def literal(value: Any) -> str:
+    """``value`` as the user wrote it in TOML/JSON (``true``, ``"on"``, ``2024-01-01``, ``null``),
+    never a Python repr such as ``datetime.date(2024, 1, 1)`` or ``None``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime is a date too
+        return value.isoformat()
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(short(value, 60), ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(literal(v) for v in value[:8]) + (", ...]" if len(value) > 8
+                                                                 else "]")
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {literal(v)}" for k, v in list(value.items())[:8]) + (
+            ", ...}" if len(value) > 8 else "}")
+    if isinstance(value, bytes):
+        return "binary data"
+    return short(str(value), 60)
+
+
+def describe(value: Any) -> str:
+    """What kind of value ``value`` is, in TOML/JSON words: ``the number 1``, ``the string
+    "1"``, ``the boolean true``, ``the TOML date 2024-01-01``, ``null`` (no Python type names)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {literal(value)}"
+    if isinstance(value, (int, float)):
+        return f"the number {literal(value)}"
+    if isinstance(value, str):
+        return f"the string {literal(value)}" if value else "an empty string"
+    if isinstance(value, datetime.datetime):
+        return f"the TOML date-time {literal(value)}"
+    if isinstance(value, datetime.date):
+        return f"the TOML date {literal(value)}"
+    if isinstance(value, datetime.time):
+        return f"the TOML time {literal(value)}"
+    if isinstance(value, (list, tuple)):
+        return f"an array {literal(value)}"
+    if isinstance(value, dict):
+        return f"a table {literal(value)}"
+    if isinstance(value, bytes):
+        return "binary data"
+    return f"an unsupported value {literal(value)}"

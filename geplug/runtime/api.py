@@ -59,12 +59,14 @@ def initialize_system(
     env = dict(os.environ if env is None else env)
     cfg, problems = parse_source(config)
     prod = product if isinstance(product, Product) else _product(manager, product, cfg)
-    problems = unique([*problems, *check(cfg, prod, env=env, for_initialize_system=True)])
+    soc = product if isinstance(product, str) and product in prod.soc_versions else None
+    problems = unique([*problems, *check(cfg, prod, env=env, for_initialize_system=True,
+                                         soc=soc)])
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})")
     for problem in problems:
         warnings.warn(ConfigWarning(problem), stacklevel=2)
-    resolved = resolve(cfg, prod, env=env)
+    resolved = resolve(cfg, prod, env=env, soc=soc)
     rank = read_rank_info(env, prod)
     system = System(product=prod, config=resolved, manager=manager, rank=rank)
     impls = list(reversed(manager.pm.hook.geplug_init_system.get_hookimpls()))

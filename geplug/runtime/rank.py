@@ -114,20 +114,28 @@ def read_rank_info(env: Mapping[str, str] | None, product: Product) -> RankInfo:
     if version == "legacy" and pod:
         me = next((r for r in ranks if r.pod == pod), None)
         if me is None:
-            raise t.fail("pod_name", f"POD_NAME {pod!r} is not in the table")
+            raise t.fail("pod_name", f"POD_NAME {pod!r} is not in the table", value=pod,
+                         option="POD_NAME", hint="export POD_NAME as one of the table's "
+                         "pod_name values: " + ", ".join(r.pod for r in ranks[:8]))
     else:
+        ids = f"0..{len(ranks) - 1}" if len(ranks) > 1 else "0"
         wanted = _env_int(env, "RANK_ID")
         if wanted is None:
             if len(ranks) > 1:
                 raise t.fail("rank_id", "RANK_ID is not set and the table has "
-                             f"{len(ranks)} ranks; export RANK_ID (this process's rank_id)")
+                             f"{len(ranks)} ranks", option="RANK_ID",
+                             hint=f"export RANK_ID=<this process's rank_id, {ids}>")
             wanted = ranks[0].rank_id
         me = next((r for r in ranks if r.rank_id == wanted), None)
         if me is None:
-            raise t.fail("rank_id", f"RANK_ID {wanted} is not a rank_id of the table")
+            raise t.fail("rank_id", f"RANK_ID {wanted} is not a rank_id of the table",
+                         value=env.get("RANK_ID"), option="RANK_ID",
+                         hint=f"export RANK_ID as this process's rank_id ({ids})")
     size_env = _env_int(env, "RANK_SIZE", minimum=1)
     if size_env is not None and size_env != len(ranks):
-        raise t.fail("rank_id", f"RANK_SIZE is {size_env} but the table has {len(ranks)} ranks")
+        raise t.fail("rank_id", f"RANK_SIZE is {size_env} but the table has {len(ranks)} ranks",
+                     value=env.get("RANK_SIZE"), option="RANK_SIZE",
+                     hint=f"export RANK_SIZE={len(ranks)} or unset it")
     local = sorted(r.rank_id for r in ranks if r.server == me.server)
     return RankInfo(rank_id=me.rank_id, rank_size=len(ranks),
                     local_rank_id=local.index(me.rank_id), local_rank_size=len(local),

@@ -109,12 +109,13 @@ def test_atc_export_warns_that_atc_compiles_for_inference(a2: Any) -> None:
     report = export_report(SessionConfig(front_end="tf"), a2, "atc")
     assert any(p.option == "graph_run_mode" and "online inference" in p.message
                for p in report.problems)
-    assert not export_report(SessionConfig(graph_run_mode=0), a2, "atc").problems
+    assert not export_report(SessionConfig(graph_run_mode=0, soc_version="Ascend910B2"), a2,
+                             "atc").problems
 
 
 def test_atc_export_refuses_implmode_outside_its_table(a2: Any) -> None:
     report = export_report(SessionConfig(op_select_implmode="enable_float_32_execution",
-                                         graph_run_mode=0), a2, "atc")
+                                         graph_run_mode=0, soc_version="Ascend910B2"), a2, "atc")
     assert "--op_select_implmode" not in report.text
     assert [p.option for p in report.problems] == ["op_select_implmode"]
 

@@ -152,3 +152,10 @@ def test_no_product_among_several_is_refused_naming_them(manager: PluginManager)
         geplug.initialize_system(manager=manager, env={})
     assert info.value.problems[0].option == "product"
     assert "atlas_a2" in info.value.problems[0].message
+
+
+def test_initialize_by_soc_string_resolves_that_soc(manager: PluginManager) -> None:
+    manager.register(_Backend("serve", True), "serve")
+    with geplug.initialize_system(product="Ascend910B3", manager=manager, env={},
+                                  backend="serve") as system:
+        assert system.config.config.soc_version == "Ascend910B3"

@@ -27,12 +27,15 @@ class Ctx:
     """
 
     def __init__(self, config: SessionConfig, product: Product, env: Mapping[str, str],
-                 cwd: str, *, for_initialize_system: bool = False) -> None:
+                 cwd: str, *, for_initialize_system: bool = False,
+                 soc: str | None = None) -> None:
         self.c = config
         self.p = product
         self.env = env
         self.cwd = cwd
         self.for_initialize_system = for_initialize_system
+        self.soc = soc
+        """The SoC string the product was named by (``Ascend910B3``), or None."""
         self.out: list[Problem] = []
         self._seen: set[tuple[str, str, str, str]] = set()
         self.run_mode, _ = graph_run_mode(config, product)
@@ -63,10 +66,12 @@ class Ctx:
         self.add(Problem(option=option, value=value, severity="error", message=message,
                          hint=hint, code=code))
 
-    def warn(self, option: str, value: Any, message: str, hint: str = "", code: str = "") -> None:
-        """Record a warning: accepted, but probably not what the user meant."""
+    def warn(self, option: str, value: Any, message: str, hint: str = "", code: str = "",
+             *, depends: tuple[str, ...] = ()) -> None:
+        """Record a warning: accepted, but probably not what the user meant. ``depends``: the
+        options it is about besides ``option`` (dropped when one of them has an error)."""
         self.add(Problem(option=option, value=value, severity="warning", message=message,
-                         hint=hint, code=code))
+                         hint=hint, code=code, depends=depends))
 
     def path(self, value: str) -> str:
         """``value`` as an absolute path (relative paths are taken from the check's cwd)."""

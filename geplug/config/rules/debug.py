@@ -63,4 +63,5 @@ def _debug_dir(ctx: Ctx, value: str, level: int | None) -> None:
     if (level or 0) == 0 and ctx.c.op_debug_config is None:
         ctx.warn("debug_dir", value, "debug_dir has no effect while op_debug_level is 0 and "
                  "no op_debug_config is set (no kernel_meta is produced)",
-                 "set op_debug_level or op_debug_config, or remove debug_dir")
+                 "set op_debug_level or op_debug_config, or remove debug_dir",
+                 depends=("op_debug_level", "op_debug_config"))

@@ -34,7 +34,8 @@ def check_dump(ctx: Ctx) -> None:
             _dump_path(ctx, c.dump_path)
     elif c.dump_path:
         ctx.warn("dump_path", c.dump_path, "dump_path is set but neither enable_dump nor "
-                 "enable_dump_debug is true; nothing is dumped")
+                 "enable_dump_debug is true; nothing is dumped",
+                 depends=("enable_dump", "enable_dump_debug"))
     if c.dump_step is not None:
         _dump_step(ctx, c.dump_step)
         if ctx.run_mode == 0:

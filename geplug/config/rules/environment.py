@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from geplug.config.defaults import default_soc
 from geplug.config.rules.base import Ctx
 from geplug.config.text import digits
 
@@ -30,8 +31,14 @@ def check_soc(ctx: Ctx) -> None:
     if soc is None:
         if ctx.c.front_end == "atc":
             ctx.err("soc_version", None, "The required parameter --soc_version for ATC is "
-                    "empty.", "add --soc_version=" + ctx.p.soc_versions[0], code="E10054")
+                    "empty.", "add --soc_version=" + (default_soc(ctx.p, ctx.soc) or ""),
+                    code="E10054")
         return
+    if ctx.soc is not None and ctx.soc in ctx.p.soc_versions and soc != ctx.soc:
+        ctx.warn("soc_version", soc, f"the product was named by the SoC {ctx.soc} but "
+                 f"soc_version is {soc}; {soc} is used",
+                 f"name the product by {soc}, or set soc_version = \"{ctx.soc}\" "
+                 "(npu-smi info shows your card's)")
     if soc not in ctx.p.soc_versions:
         ctx.err("soc_version", soc, f"{soc!r} is not a SoC of {ctx.p.display_name}",
                 "use one of " + ", ".join(ctx.p.soc_versions))
@@ -67,8 +74,11 @@ def _rank_table(ctx: Ctx, path: str) -> None:
     try:
         read_rank_info(ctx.env, ctx.p)
     except RankTableError as exc:
-        ctx.err("RANK_TABLE_FILE" + (f".{exc.field}" if exc.field else ""), path, str(exc),
-                "fix the rank table (options.md §15.3)", code=exc.code)
+        if not exc.issues:
+            ctx.err("RANK_TABLE_FILE" + (f":{exc.field}" if exc.field else ""), path, str(exc),
+                    "fix the rank table (options.md §15.3)", code=exc.code)
+        for issue in exc.issues:  # every problem of the table at once, each with its value
+            ctx.err(issue.option, issue.value, issue.message, issue.hint, code=issue.code)
     except ConfigError as exc:
         ctx.extend(list(exc.problems))
     except GeplugError as exc:

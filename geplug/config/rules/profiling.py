@@ -44,7 +44,8 @@ def check_profiling(ctx: Ctx) -> None:
                        if force.path == ENV_PATH else "")
             ctx.warn(SESSION_PATH, _shown(opts), "profiling_options has no effect while "
                      f"profiling_mode is not true{instead}",
-                     "set profiling_mode = true to collect with these options")
+                     "set profiling_mode = true to collect with these options",
+                     depends=("profiling_mode",))
         _options(ctx, opts, SESSION_PATH, active=force.path == SESSION_PATH)
     if force.path == ENV_PATH and force.options is not None:
         ctx.hint_suffix = ENV_HINT
