@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from geplug.config import SessionConfig, check, resolve
 from geplug.config.export import export, export_report
 
@@ -48,6 +50,7 @@ def test_named_soc_matching_soc_version_is_quiet(a2: Any) -> None:
     assert not [p for p in problems if p.option == "soc_version"]
 
 
+@pytest.mark.requires_products("atlas_a2")
 def test_cli_export_by_soc_writes_that_soc(tmp_path: Any, capsys: Any) -> None:
     from geplug.cli.main import main
 
@@ -57,6 +60,7 @@ def test_cli_export_by_soc_writes_that_soc(tmp_path: Any, capsys: Any) -> None:
     assert "--soc_version=Ascend910B3" in capsys.readouterr().out
 
 
+@pytest.mark.requires_products("atlas_a2")
 def test_cli_export_by_product_warns_about_the_default_soc(tmp_path: Any, capsys: Any) -> None:
     from geplug.cli.main import main
 
