@@ -38,6 +38,7 @@ __all__ = [
     "PluginNameWarning",
     "PluginRecord",
     "PluginSkippedWarning",
+    "SocConflictWarning",
 ]
 
 DISABLE_ENV = "GEPLUG_DISABLE_PLUGINS"
@@ -56,6 +57,10 @@ class PluginSkippedWarning(UserWarning):
 
 class PluginNameWarning(UserWarning):
     """``GEPLUG_DISABLE_PLUGINS`` names a plugin that does not exist (a typo guard)."""
+
+
+class SocConflictWarning(UserWarning):
+    """Two installed products declare the same SoC version string (lookups by it fail)."""
 
 
 _Impl = tuple[Callable[..., Any], tuple[str, ...], str]
@@ -400,6 +405,13 @@ class PluginManager:
         unavailable = {k: v for k, v in self._unavailable_products().items()
                        if k not in assembly.products}
         self._registry = ProductRegistry(assembly.products, unavailable=unavailable)
+        for soc, names in sorted(self._registry.soc_owners().items()):
+            if len(names) > 1:
+                who = " and ".join(f"{n} ({assembly.products[n].distribution})" for n in names)
+                warnings.warn(SocConflictWarning(
+                    f"SoC version {soc!r} is declared by several products: {who}; looking a "
+                    "product up by this SoC fails until one plugin drops it (SoC strings must "
+                    "be unique across installed products)"), stacklevel=2)
         return self._registry
 
     def _collect_declarations(self) -> list[tuple[str, Declaration]]:

@@ -236,6 +236,9 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
             errors.append(("profiling.aic_metrics_default",
                            f"expected one of aic_metrics {list(prof.aic_metrics)}, "
                            f"got {prof.aic_metrics_default!r}"))
+    compute = values.get("compute")
+    if compute is not None:
+        _check_compute(compute, errors)
     debug = values.get("debug")
     if debug is not None:
         for level in debug.kernel_meta:
@@ -243,3 +246,28 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
                 errors.append((f"debug.kernel_meta.{level}",
                                f"expected an op_debug_level key in {list(DEBUG_LEVELS)}, "
                                f"got {level!r}"))
+
+
+def _check_compute(compute: Any, errors: list[tuple[str, str]]) -> None:
+    """The compute model drives simulated time: counts and rates must be positive numbers and
+    throughput tables keyed by known dtypes (a typo would silently fall back to another rate)."""
+    for key in ("ai_cores", "vector_cores", "clock_mhz"):
+        value = getattr(compute, key)
+        if value < 1:
+            errors.append((f"compute.{key}", f"expected a whole number >= 1, got {value!r}"))
+    for key in ("memory_bandwidth_gbps", "aicpu_gflops", "host_link_gbps"):
+        value = getattr(compute, key)
+        if not value > 0:
+            errors.append((f"compute.{key}", f"expected a number > 0, got {value!r}"))
+    for key in ("launch_overhead_us", "host_copy_overhead_us"):
+        value = getattr(compute, key)
+        if value < 0:
+            errors.append((f"compute.{key}", f"expected a number >= 0, got {value!r}"))
+    for table in ("cube_tflops", "vector_tflops"):
+        for dtype, rate in getattr(compute, table).items():
+            if dtype not in schema.DTYPES:
+                errors.append((f"compute.{table}.{dtype}", f"expected a dtype in "
+                               f"{list(schema.DTYPES)}, got {dtype!r}"))
+            elif not rate > 0:
+                errors.append((f"compute.{table}.{dtype}",
+                               f"expected a throughput > 0 TFLOP/s, got {rate!r}"))

@@ -76,15 +76,25 @@ class ProductRegistry:
             raise UnknownProductError(repr(name), [], self.names())
         if name in self.products:
             return self.products[name]
-        by_soc = self.by_soc_version(name)
-        if by_soc is not None:
-            return by_soc
+        owners = [p for p in self if name in p.soc_versions]
+        if len(owners) > 1:
+            raise UnknownProductError(name, [p.name for p in owners], self.names(),
+                                      note=_ambiguous(name, owners))
+        if owners:
+            return owners[0]
         loose = _loose(name)
         matches = {p.name for p in self.products.values() if _loose(p.name) == loose}
         matches |= {p.name for p in self.products.values()
                     for s in p.soc_versions if _loose(s) == loose}
         if len(matches) == 1:
             return self.products[matches.pop()]
+        soc_matches = {s for p in self.products.values() for s in p.soc_versions
+                       if _loose(s) == loose}
+        if len(soc_matches) == 1 and len(matches) > 1:
+            soc = soc_matches.pop()
+            owners = [p for p in self if soc in p.soc_versions]
+            raise UnknownProductError(name, sorted(matches), self.names(),
+                                      note=_ambiguous(soc, owners))
         candidates = list(self.products) + [s for p in self.products.values()
                                             for s in p.soc_versions]
         close = sorted(matches) or difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
@@ -99,14 +109,14 @@ class ProductRegistry:
         return notes.pop() if len(notes) == 1 else ""
 
     def by_soc_version(self, soc: str) -> Product | None:
-        """The product declaring the exact SoC version string ``soc`` (case-sensitive).
-
-        When a family and a card extending it both list a SoC, the family wins.
-        """
+        """The product declaring the exact SoC version string ``soc`` (case-sensitive);
+        ``None`` when none does. Several declaring it is an :class:`UnknownProductError`
+        naming them (the SoC is ambiguous; name the product instead)."""
         found = [p for p in self if soc in p.soc_versions]
-        if not found:
-            return None
-        return sorted(found, key=lambda p: (bool(p.extends), p.name))[0]
+        if len(found) > 1:
+            raise UnknownProductError(soc, [p.name for p in found], self.names(),
+                                      note=_ambiguous(soc, found))
+        return found[0] if found else None
 
     def soc_owners(self) -> dict[str, list[str]]:
         """SoC version string -> the products declaring it (more than one is a conflict)."""
@@ -119,3 +129,11 @@ class ProductRegistry:
     def supporting(self, capability: str, value: Any = True) -> list[Product]:
         """The products that support ``value`` of ``capability``."""
         return [p for p in self if p.supports(capability, value)]
+
+
+def _ambiguous(soc: str, owners: list[Product]) -> str:
+    """The note of an ambiguous SoC lookup: who declares it and what to do."""
+    who = " and ".join(f"{p.name} ({p.distribution or 'unknown distribution'})" for p in owners)
+    return (f"SoC version {soc!r} is declared by several products: {who}; name the product "
+            "instead (e.g. --product " + owners[0].name + "), and have one plugin drop the "
+            "SoC string")

@@ -227,3 +227,18 @@ def test_a_builtin_writer_failure_is_raised_not_silently_disabled() -> None:
     with pytest.raises(RuntimeError, match="writer bug"):
         manager.call_each("geplug_dump", event=object())
     assert _record(manager, "dump").status == "loaded"
+
+
+def test_a_soc_declared_by_two_plugins_is_warned_at_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from geplug.plugin.manager import SocConflictWarning
+    from geplug.testing.samples import declaring_plugin, minimal_toml
+
+    first, second = tmp_path / "a.toml", tmp_path / "b.toml"
+    first.write_text(minimal_toml("card_a", ("SharedSoC", "OnlyA")))
+    second.write_text(minimal_toml("card_b", ("SharedSoC",)))
+    manager = PluginManager().load(builtins=False, entry_points=False)
+    manager.register(declaring_plugin(first), "plug_a")
+    manager.register(declaring_plugin(second), "plug_b")
+    with pytest.warns(SocConflictWarning, match="'SharedSoC' is declared by several products"):
+        registry = manager.products()
+    assert registry.get("OnlyA").name == "card_a"  # the other lookups keep working

@@ -92,11 +92,14 @@ def test_unlisted_op_uses_the_default_entry(registry) -> None:
     assert op.op_type == "NonMaxSuppression" and "float32" in op.aicore_dtypes
 
 
-def test_family_wins_a_soc_shared_with_a_card(write_toml) -> None:
+def test_a_soc_declared_by_two_products_is_ambiguous_not_guessed(write_toml) -> None:
     import attrs
 
     fam = build_product(read_declaration(write_toml(minimal_toml("fam", ("X1",)))))
     card = attrs.evolve(fam, name="card", extends="fam")
     registry = ProductRegistry({"card": card, "fam": fam})
-    assert registry.get("X1").name == "fam"
+    with pytest.raises(UnknownProductError, match="declared by several products") as info:
+        registry.get("X1")
+    assert set(info.value.suggestions) == {"card", "fam"}
     assert registry.soc_owners()["X1"] == ["card", "fam"]
+    assert registry.get("card").name == "card"  # by name it is unambiguous

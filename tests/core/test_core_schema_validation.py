@@ -208,3 +208,14 @@ def test_every_problem_of_a_file_is_reported_at_once(write_toml) -> None:
     text = _sub("ai_cores = 2", 'ai_cores = "two"', _sub("l2 = \"l2\"", "l2 = 2"))
     err, _ = _error(write_toml, text)
     assert {"compute.ai_cores", "profiling.l2"} <= {k for k, _ in err.errors}
+
+
+def test_compute_counts_must_be_positive(write_toml) -> None:
+    _err, msg = _error(write_toml, _sub("ai_cores = 2", "ai_cores = -8"))
+    assert "compute.ai_cores" in msg and "expected a whole number >= 1, got -8" in msg
+
+
+def test_compute_throughput_keys_must_be_dtypes(write_toml) -> None:
+    _err, msg = _error(write_toml, _sub("cube_tflops = { float16 = 10.0 }",
+                                       "cube_tflops = { float16 = 10.0, bfloat8 = 3.0 }"))
+    assert "compute.cube_tflops.bfloat8" in msg and "got 'bfloat8'" in msg
