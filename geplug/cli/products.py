@@ -102,7 +102,8 @@ def _no_products(manager: PluginManager) -> str:
 
 
 def cmd_products(args: argparse.Namespace) -> int:
-    """``geplug products [--json]``: one line per product; exit 1 when there is none."""
+    """``geplug products [--json]``: one line per product; exit 1 when there is none or a
+    plugin was skipped (its warning says why), as ``geplug plugins`` does."""
     from geplug.plugin import get_manager
     from geplug.products.jsonable import product_summary
 
@@ -122,7 +123,8 @@ def cmd_products(args: argparse.Namespace) -> int:
             for p in products
         ]
         sys.stdout.write(_table(rows, wrap={3: SOC_WIDTH}))
-    return EXIT_OK
+    skipped = [r for r in manager.report() if r.status == "skipped"]
+    return EXIT_FINDING if skipped else EXIT_OK  # the products listed, and a finding
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
