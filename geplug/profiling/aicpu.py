@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from geplug.profiling.layout import fmt
+from geplug.profiling.layout import fmt, fmt_ns
 
 if TYPE_CHECKING:
     from geplug.profiling.task_collector import TaskRow
@@ -29,6 +29,6 @@ def row(device_id: int, task: TaskRow) -> list[str]:
     work = task.op.flops + task.op.bytes_moved
     share = task.op.flops / work if work > 0 else 1.0
     d = task.duration_us
-    return [str(device_id), f"{task.start_us:.3f}", task.op.name, fmt(d * share),
+    return [str(device_id), fmt_ns(task.start_ns), task.op.name, fmt(d * share),
             fmt(d * (1 - share)), fmt(d), fmt(task.wait_us), fmt(d + task.wait_us),
             str(task.op.stream_id), str(task.op.task_id)]

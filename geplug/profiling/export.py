@@ -26,9 +26,9 @@ from geplug.profiling.layout import (
     dtype_name,
     fmt,
     fmt_list,
+    fmt_ns,
     format_name,
     shapes_text,
-    ts_us,
     write_json,
 )
 from geplug.profiling.pmu import PmuModel, TaskWork, pmu_columns
@@ -107,7 +107,7 @@ class _RowMaker:
                     *_shape_cols(op, self.level),
                     NA]  # Context ID: no sub-tasks
             parts = self._head[op.sig] = (head, tail)
-        row = [*parts[0], ts_us(t.start_us) + "\t", fmt(t.duration_us), fmt(t.wait_us),
+        row = [*parts[0], fmt_ns(t.start_ns) + "\t", fmt_ns(t.duration_ns), fmt_ns(t.wait_ns),
                *parts[1]]
         if self.pmu is not None:
             key = (op.sig, t.duration_us)
@@ -155,14 +155,14 @@ def export(session: ProfilingSession) -> list[str]:
         maker = _RowMaker(dev, level, pmu)
         if session.record_tasks:
             sigs = session.tasks.load_sigs()
-            for t in session.tasks.rows(sigs):
+            for t in session.tasks.rows(sigs, session.base_ns):
                 op = t.op
                 if summary is not None and task_time is not None:
                     summary.writerow(maker.row(t))
                     task_time.writerow([
                         dev, op.name, op.task_type if level == "l1" else NA,
                         NA if op.comm else str(op.stream_id), NA if op.comm else str(op.task_id),
-                        fmt(t.duration_us), fmt(t.start_us), fmt(t.start_us + t.duration_us),
+                        fmt_ns(t.duration_ns), fmt_ns(t.start_ns), fmt_ns(t.stop_ns),
                     ])
                     key = (op.op_type if level == "l1" else NA,
                            op.task_type if level == "l1" else NA)

@@ -21,11 +21,13 @@ __all__ = [
     "dtype_name",
     "fmt",
     "fmt_list",
+    "fmt_ns",
     "format_name",
     "mkstemp_near",
     "new_prof_name",
     "shapes_text",
     "ts_us",
+    "us_to_ns",
     "write_json",
     "write_text",
 ]
@@ -92,6 +94,26 @@ def fmt(value: float, digits: int = 3) -> str:
 def ts_us(value: float) -> str:
     """A timeline/CSV timestamp in µs with three decimals (``"1700000000000.123"``)."""
     return f"{value:.3f}"
+
+
+def us_to_ns(value: float) -> int:
+    """``value`` µs (absolute, since the epoch) as whole nanoseconds, without the float
+    product ``value * 1000`` (which would round at ~1.8e18): the integer and fractional parts
+    of a float are exact, so they are converted separately."""
+    whole = value // 1
+    return int(whole) * 1000 + round((value - whole) * 1000)
+
+
+def fmt_ns(ns: int) -> str:
+    """Integer nanoseconds as µs with three decimals, with no float rounding.
+
+    Used for absolute timestamps (µs since the epoch are ~1.8e15, where a float64's step is
+    0.25 µs) and for the durations printed next to them, so ``start + duration == stop``
+    holds exactly at the printed precision (``1700000000000123`` ns -> ``"1700000000000.123"``).
+    """
+    sign = "-" if ns < 0 else ""
+    whole, frac = divmod(abs(ns), 1000)
+    return f"{sign}{whole}.{frac:03d}"
 
 
 def new_prof_name(now: float | None = None, index: int | None = None) -> tuple[str, str]:

@@ -1,6 +1,9 @@
 """Fixed-size binary records in slices: the per-task raw stream, at the least cost per event.
 
-A device task is five float64 values (signature, step, start, duration, wait); appending them
+A device task is five int64 values (signature, step, start, duration, wait; the times in
+integer nanoseconds relative to the session's time base, see
+:class:`~geplug.profiling.session.ProfilingSession` — never absolute float64 µs, whose step
+at ~1.8e15 µs since the epoch is 0.25 µs); appending them
 to an ``array`` costs a fraction of formatting a text line, which matters because a task event
 arrives for every op of every step. Records are written in chunks (at most
 :data:`CHUNK_RECORDS`, never more than a slice) to ``{stem}.data.{id}.slice_{n}`` files that
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
+from typing import Any
 
 from geplug.profiling.slicelog import SliceLog
 from geplug.profiling.storage import StorageGuard
@@ -23,23 +27,26 @@ CHUNK_RECORDS = 4096
 
 
 class RecordLog(SliceLog):
-    """One stream of ``fields``-float64 records, rotated into slices."""
+    """One stream of ``fields``-value records (``typecode``: ``"q"`` int64, ``"d"`` float64),
+    rotated into slices."""
 
     def __init__(self, directory: str, stem: str, device: int | str, guard: StorageGuard, *,
-                 fields: int, slice_bytes: int, ageable: bool = True) -> None:
+                 fields: int, slice_bytes: int, ageable: bool = True,
+                 typecode: str = "q") -> None:
         record_bytes = 8 * fields
         super().__init__(directory, stem, device, guard,
                          slice_bytes=max(record_bytes, slice_bytes), ageable=ageable)
         self.fields = fields
         self.record_bytes = record_bytes
         self._chunk = fields * max(1, min(CHUNK_RECORDS, self.slice_bytes // self.record_bytes))
-        self._buf = array("d")
+        self.typecode = typecode
+        self._buf = array(typecode)
         self.extend = self._buf.extend
         """``extend((v1, ..., vN))``: the hot path; call :meth:`maybe_flush` after it."""
         self.flushed = 0
         """Records written to disk so far."""
 
-    def append(self, values: tuple[float, ...]) -> None:
+    def append(self, values: tuple[Any, ...]) -> None:
         """Append one record (``fields`` numbers)."""
         self.extend(values)
         if len(self._buf) >= self._chunk:
@@ -82,7 +89,7 @@ class RecordLog(SliceLog):
     def _before_close(self) -> None:
         self.flush()
 
-    def records(self) -> Iterator[tuple[float, ...]]:
+    def records(self) -> Iterator[tuple[Any, ...]]:
         """Every complete record on disk, in order (a streaming pass, chunk by chunk)."""
         self.flush()
         if self._fh is not None:
@@ -99,7 +106,7 @@ class RecordLog(SliceLog):
                     usable = len(data) - len(data) % self.record_bytes
                     if usable <= 0:
                         break
-                    values = array("d")
+                    values = array(self.typecode)
                     values.frombytes(data[:usable])
                     for i in range(0, len(values), step):
                         yield tuple(values[i:i + step])

@@ -51,6 +51,11 @@ class ProfilingSession:
         self.root = os.path.join(eff.output_root, name)
         self.guard = storage.StorageGuard(eff.output_root, self.root, eff.storage_limit_mb)
         self.closed = False
+        self.base_us: int | None = None
+        """The time base (whole µs since the epoch): the first task's start, rounded down.
+
+        Raw task records hold integer ns relative to it, so no absolute float64 µs (step 0.25
+        µs at ~1.8e15) is ever stored; absolute times are rebuilt when formatting."""
         dev = f"device_{self.device_id}"
         self.device_dir = os.path.join(self.root, dev)
         self.host_dir = os.path.join(self.root, "host")
@@ -152,16 +157,26 @@ class ProfilingSession:
         start = ev.start_us
         dur = ev.duration_us
         if self.record_tasks:
+            base = self.base_us
+            if base is None:
+                base = self.base_us = int(start // 1)
+            # start - base is exact (Sterbenz); the ns conversion happens on a small number
             extend = self._extend_task
-            extend((sig, ev.run.step, start, dur, ev.wait_us))
+            extend((sig, ev.run.step, round((start - base) * 1000), round(dur * 1000),
+                    round(ev.wait_us * 1000)))
             self.tasks.tasks.maybe_flush()
         if self.steps is not None:
-            self.steps.on_task(ev.run.model_id, ev.op.name, start, start + dur, comm)
+            self.steps.on_task(ev.run.model_id, ev.op.name, start, dur, comm)
         if comm and self.comm is not None:
             self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved)
         if self.samplers:
             for _, sampler in self.samplers:
                 sampler.add(start, dur, ev.bytes_moved, comm)
+
+    @property
+    def base_ns(self) -> int:
+        """The time base in integer ns since the epoch (0 before the first task)."""
+        return (self.base_us or 0) * 1000
 
     def on_step(self, ev: StepEvent) -> None:
         """A step boundary."""

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from geplug.errors import ProfilingError
-from geplug.profiling.layout import fmt, ts_us
+from geplug.profiling.layout import fmt, fmt_ns, us_to_ns
 from geplug.profiling.rawlog import RawLog
 
 if TYPE_CHECKING:
@@ -53,6 +53,11 @@ def check_fp_bp(ev: GraphEvent, fp_point: str, bp_point: str) -> None:
                 "op name of the graph, or to \"\" for automatic detection"
             )
 
+def _ns(value: float | None) -> int | None:
+    """An absolute µs float from the raw log as integer ns (None stays None)."""
+    return None if value is None else us_to_ns(value)
+
+
 class StepTraceCollector:
     """Tracks the open step of each model and appends one record per finished step."""
 
@@ -83,14 +88,15 @@ class StepTraceCollector:
         self._prev_end[model] = ev.time_us
         self.log.write(json.dumps(state) + "\n")
 
-    def on_task(self, model: int, name: str, start: float, end: float, comm: bool) -> None:
-        """Feed one task of the open step."""
+    def on_task(self, model: int, name: str, start: float, dur: float, comm: bool) -> None:
+        """Feed one task of the open step (its end is ``start`` + ``dur``, added in integer
+        ns when the rows are formatted: a float sum at ~1.8e15 µs rounds to 0.25 µs)."""
         state = self._open.get(model)
         if state is None:
             return
         if comm:
             if state["rs"] is None:
-                state["rs"], state["rd"] = start, end - start
+                state["rs"], state["rd"] = start, dur
             return
         if self.fp_point:
             if state["fp"] is None and name == self.fp_point:
@@ -98,26 +104,29 @@ class StepTraceCollector:
         elif state["fp"] is None:
             state["fp"] = start
         if not self.bp_point or name == self.bp_point:
-            state["bp"] = end
+            state["bp"], state["bpd"] = start, dur
 
     def rows(self, device_id: int) -> Iterator[list[str]]:
         """The step_trace CSV rows, in step order as recorded."""
         for line in self.log.lines():
             s = json.loads(line)
-            fp, bp, end, prev = s["fp"], s["bp"], s["end"], s["prev"]
+            fp, end, prev = _ns(s["fp"]), _ns(s["end"]), _ns(s["prev"])
+            bp = None if s["bp"] is None else us_to_ns(s["bp"]) + round(s.get("bpd", 0) * 1000)
+            assert end is not None
 
-            def f(v: float | None) -> str:
-                return "N/A" if v is None else ts_us(v)
+            def f(v: int | None) -> str:
+                return "N/A" if v is None else fmt_ns(v)
 
-            base = prev if prev is not None else (fp if fp is not None else s["begin"])
+            base = prev if prev is not None else (fp if fp is not None else _ns(s["begin"]))
+            assert base is not None
             yield [
-                str(device_id), str(s["step"] + 1), f(fp), f(bp), ts_us(end),
-                fmt(end - base),
-                "N/A" if fp is None or bp is None else fmt(bp - fp),
-                "N/A" if bp is None else fmt(end - bp),
-                "N/A" if prev is None or fp is None else fmt(fp - prev),
+                str(device_id), str(s["step"] + 1), f(fp), f(bp), fmt_ns(end),
+                fmt_ns(end - base),
+                "N/A" if fp is None or bp is None else fmt_ns(bp - fp),
+                "N/A" if bp is None else fmt_ns(end - bp),
+                "N/A" if prev is None or fp is None else fmt_ns(fp - prev),
                 str(s["model"]),
-                f(s["rs"]),
+                f(_ns(s["rs"])),
                 "N/A" if s["rd"] is None else fmt(s["rd"]),
             ]
 

@@ -1,9 +1,10 @@
 """task_time / task_trace: device tasks streamed to raw files (options.md §3.3, formats.md §6.4).
 
-Each task is one binary record (``sig, step, start, duration, wait``, :mod:`.records`) appended
-at once; what does not change between executions of an op (name, type, shapes, work, ...) is
-written once per distinct *signature* to a small op-info text stream, so memory grows with the
-graph, not the run.
+Each task is one binary int64 record (``sig, step, start, duration, wait``, times in integer
+nanoseconds, the start relative to the session's time base; :mod:`.records`) appended at once;
+what does not change between executions of an op (name, type, shapes, work, ...) is written
+once per distinct *signature* to a small op-info text stream, so memory grows with the graph,
+not the run.
 """
 
 from __future__ import annotations
@@ -65,13 +66,38 @@ class OpSig:
 
 @attrs.frozen
 class TaskRow:
-    """One task execution joined with its signature (the export pass yields these)."""
+    """One task execution joined with its signature (the export pass yields these).
+
+    Times are exact integer nanoseconds (``start_ns`` absolute since the epoch); format them
+    with :func:`~geplug.profiling.layout.fmt_ns`. The ``*_us`` floats are for arithmetic only
+    (an absolute float µs is only exact to 0.25 µs).
+    """
 
     op: OpSig
     step: int
-    start_us: float
-    duration_us: float
-    wait_us: float
+    start_ns: int
+    duration_ns: int
+    wait_ns: int
+
+    @property
+    def stop_ns(self) -> int:
+        """End of the task (``start_ns + duration_ns``, exact)."""
+        return self.start_ns + self.duration_ns
+
+    @property
+    def start_us(self) -> float:
+        """Start in µs since the epoch (a float: do not print it, use ``fmt_ns(start_ns)``)."""
+        return self.start_ns / 1000
+
+    @property
+    def duration_us(self) -> float:
+        """Duration in µs."""
+        return self.duration_ns / 1000
+
+    @property
+    def wait_us(self) -> float:
+        """Wait time in µs."""
+        return self.wait_ns / 1000
 
 
 class TaskCollector:
@@ -107,9 +133,9 @@ class TaskCollector:
         ).to_json())
         return sig, comm
 
-    def add(self, sig: int, step: int, start: float, duration: float, wait: float) -> None:
-        """Append one task record."""
-        self.tasks.append((sig, step, start, duration, wait))
+    def add(self, sig: int, step: int, start_ns: int, duration_ns: int, wait_ns: int) -> None:
+        """Append one task record (``start_ns`` relative to the session base)."""
+        self.tasks.append((sig, step, start_ns, duration_ns, wait_ns))
 
     def load_sigs(self) -> dict[int, OpSig]:
         """Every signature written (bounded by the number of distinct ops)."""
@@ -119,9 +145,10 @@ class TaskCollector:
             sigs[data["sig"]] = OpSig(**data)
         return sigs
 
-    def rows(self, sigs: dict[int, OpSig]) -> Iterator[TaskRow]:
-        """Stream every task still on disk, joined with its signature."""
+    def rows(self, sigs: dict[int, OpSig], base_ns: int = 0) -> Iterator[TaskRow]:
+        """Stream every task still on disk, joined with its signature; ``base_ns`` (the
+        session base, ns since the epoch) makes the start absolute again."""
         for sig, step, start, dur, wait in self.tasks.records():
             op = sigs.get(int(sig))
             if op is not None:
-                yield TaskRow(op, int(step), start, dur, wait)
+                yield TaskRow(op, int(step), base_ns + int(start), int(dur), int(wait))

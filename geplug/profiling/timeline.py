@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import IO, TYPE_CHECKING, Any
 
+from geplug.profiling.layout import fmt_ns
+
 if TYPE_CHECKING:
     from geplug.profiling.task_collector import TaskRow
 
@@ -64,8 +66,8 @@ class TimelineWriter:
         pid = self._pid("Ascend Hardware")
         tid = self._tid(pid, op.stream_id, f"Stream {op.stream_id}")
         self._emit({
-            "ph": "X", "name": op.name, "pid": pid, "tid": tid, "ts": f"{t.start_us:.3f}",
-            "dur": round(t.duration_us, 3), "cat": "kernel",
+            "ph": "X", "name": op.name, "pid": pid, "tid": tid, "ts": fmt_ns(t.start_ns),
+            "dur": t.duration_ns / 1000, "cat": "kernel",
             "args": {
                 "Model Id": op.model_id, "Task Type": op.task_type if level == "l1" else "N/A",
                 "Physic Stream Id": op.stream_id, "Task Id": op.task_id, "Batch Id": 0,
@@ -83,9 +85,9 @@ class TimelineWriter:
         pid = self._pid("Communication")
         tid = self._tid(pid, 0, "Group hccl_world_group Communication")
         self._emit({
-            "ph": "X", "name": op.name, "pid": pid, "tid": tid, "ts": f"{t.start_us:.3f}",
-            "dur": round(t.duration_us, 3), "cat": "hccl",
-            "args": {"notify id": 0, "duration estimated(us)": round(t.duration_us, 3),
+            "ph": "X", "name": op.name, "pid": pid, "tid": tid, "ts": fmt_ns(t.start_ns),
+            "dur": t.duration_ns / 1000, "cat": "hccl",
+            "args": {"notify id": 0, "duration estimated(us)": t.duration_ns / 1000,
                      "stream id": op.stream_id, "task id": op.task_id, "task type": op.op_type,
                      "size(Byte)": int(op.bytes_moved), "data type": op.dtype,
                      "Device Id": device_id},

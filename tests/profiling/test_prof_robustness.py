@@ -49,13 +49,13 @@ def test_a_raw_log_write_after_close_leaves_the_last_slice_intact(tmp_path):
 def test_a_record_log_append_after_close_writes_nothing(tmp_path):
     guard, root = _guard(tmp_path)
     log = RecordLog(root, "task_time", 0, guard, fields=2, slice_bytes=1 << 20)
-    log.append((1.0, 2.0))
+    log.append((1, 2))
     log.close()
-    log.append((3.0, 4.0))
+    log.append((3, 4))
     log.flush()
     log.close()
     assert len(log.paths()) == 1
-    assert list(log.records()) == [(1.0, 2.0)]
+    assert list(log.records()) == [(1, 2)]
 
 
 # -- the host sampler thread (item 2) ----------------------------------------------------------
