@@ -1,8 +1,9 @@
 """The records a backend emits through ``geplug_dump`` and ``geplug_profile``.
 
 Backends (the simulator) only emit these; the built-in writers in ``geplug.dump`` and
-``geplug.profiling`` (and any user plugin) turn them into files. Times are microseconds since
-the Unix epoch on the simulated device clock.
+``geplug.profiling`` (and any user plugin) turn them into files. Times are microseconds on the
+simulated device clock: since the Unix epoch for dump timestamps and user markers, and relative
+to ``RunInfo.time_base_us`` for task, step and API events.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ class RunInfo:
     step: int
     device_id: int = 0
     dynamic_shape: bool = False
+    time_base_us: int = 0
+    """Integer µs since the epoch that the times of this run's Task, Step and Api events are
+    relative to (absolute = ``time_base_us + start_us``). A float of µs since the epoch only
+    resolves 0.25 µs, so a backend keeps its device clock small and exact; 0 = absolute."""
     """The model has dynamic (symbolic) input shapes; with ``enable_exception_dump = 1`` such
     a network gets only the exception dump, no data or overflow dump (options.md §4.1)."""
 

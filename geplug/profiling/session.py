@@ -15,6 +15,8 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from geplug.profiling import storage
 from geplug.profiling.api_collector import ApiCollector
 from geplug.profiling.device_samplers import SAMPLER_ITEMS, WindowSampler
@@ -154,16 +156,20 @@ class ProfilingSession:
     def on_task(self, ev: TaskEvent) -> None:
         """A device task (the hot path: one call per op per step)."""
         sig, comm = self.tasks.sig_of(ev)
-        start = ev.start_us
+        run_base = ev.run.time_base_us
+        start = run_base + ev.start_us  # absolute (0.25 µs float resolution: aggregates only)
         dur = ev.duration_us
         if self.record_tasks:
             base = self.base_us
             if base is None:
-                base = self.base_us = int(start // 1)
-            # start - base is exact (Sterbenz); the ns conversion happens on a small number
+                base = self.base_us = run_base or int(ev.start_us // 1)
+            # exact: the integer offset of the run's base plus a small relative time
+            # (a backend without a base sends absolute floats: start - base is then exact)
             extend = self._extend_task
-            extend((sig, ev.run.step, round((start - base) * 1000), round(dur * 1000),
-                    round(ev.wait_us * 1000)))
+            extend((sig, ev.run.step,
+                    (run_base - base) * 1000 + round(ev.start_us * 1000) if run_base
+                    else round((ev.start_us - base) * 1000),
+                    round(dur * 1000), round(ev.wait_us * 1000)))
             self.tasks.tasks.maybe_flush()
         if self.steps is not None:
             self.steps.on_task(ev.run.model_id, ev.op.name, start, dur, comm)
@@ -180,6 +186,8 @@ class ProfilingSession:
 
     def on_step(self, ev: StepEvent) -> None:
         """A step boundary."""
+        if ev.run.time_base_us:
+            ev = attrs.evolve(ev, time_us=ev.run.time_base_us + ev.time_us)
         if self.steps is not None:
             self.steps.on_step(ev)
         if ev.phase == "end":
@@ -188,6 +196,8 @@ class ProfilingSession:
 
     def on_api(self, ev: ApiCall) -> None:
         """A host API call."""
+        if ev.run.time_base_us:
+            ev = attrs.evolve(ev, start_us=ev.run.time_base_us + ev.start_us)
         if self.api is not None:
             self.api.on_call(ev)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -70,3 +71,31 @@ def test_compiling_without_running_leaves_no_profiling_directory(tmp_path, fresh
     with geplug.initialize_system(product.name, _options(tmp_path)) as system:
         system.compile(_mlp())
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("PROF_")]
+
+
+@pytest.mark.product_capability("runtime.initialize_system")
+def test_simulated_tasks_on_a_stream_never_overlap(tmp_path, fresh_manager, product):
+    """Task times come from the simulator relative to an integer base: no float rounding."""
+    from onnx import TensorProto, helper
+
+    import geplug
+
+    nodes = [helper.make_node("Relu" if i % 2 else "Sigmoid", [f"t{i}"], [f"t{i + 1}"],
+                              name=f"op{i}") for i in range(24)]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [64, 96])],
+        [helper.make_tensor_value_info("t24", TensorProto.FLOAT, [64, 96])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.ones((64, 96), np.float32)
+    with geplug.initialize_system(product.name, _options(tmp_path)) as system:
+        compiled = system.compile(model)
+        for _ in range(4):
+            compiled.run({"t0": x})
+    header, rows = read_csv(tmp_path, "task_time")
+    start_i, stop_i = header.index("task_start(us)"), header.index("task_stop(us)")
+    from decimal import Decimal  # the values are µs since the epoch: floats would round them
+
+    spans = sorted((Decimal(r[start_i].strip()), Decimal(r[stop_i].strip())) for r in rows)
+    assert len(spans) == 96
+    for (_, stop), (start, _) in itertools.pairwise(spans):
+        assert start >= stop - Decimal("0.001")  # at most the printed ns rounding

@@ -128,6 +128,8 @@ class StepEmitter:
     def __init__(self, compiled: CompiledModel) -> None:
         self.compiled = compiled
         self.clock_us = 0.0
+        """The device clock, µs after ``base_us``."""
+        self.base_us: int | None = None
         self._plans: list[OpPlan] | None = None
         self._with_tasks = False
 
@@ -173,9 +175,13 @@ class StepEmitter:
         prof = system.profiling_enabled
         if not (dump or prof or fault):
             return
+        if self.base_us is None:  # the device clock: small, exact floats from a µs base
+            self.base_us = int(time.time() * 1e6)
+        base = self.base_us
         run = RunInfo(system=system, model_name=c.name, model_id=c.model_id, step=step,
-                      device_id=system.device_id, dynamic_shape=c.dynamic_shape)
-        t = max(time.time() * 1e6, self.clock_us)
+                      device_id=system.device_id, dynamic_shape=c.dynamic_shape,
+                      time_base_us=base)
+        t = max(time.time() * 1e6 - base, self.clock_us)
         emit_profile = system.emit_profile
         if prof:
             emit_profile(StepEvent(run=run, phase="begin", time_us=t))
@@ -187,9 +193,9 @@ class StepEmitter:
                 outs = self._tensors(plan.outputs, values, feeds)
                 if dump:
                     system.emit_dump(DumpEvent(kind="data", run=run, op=op, inputs=ins,
-                                               outputs=outs, timestamp_us=int(t)))
+                                               outputs=outs, timestamp_us=base + int(t)))
                 if op.name == fault:
-                    self._raise_fault(run, op, ins, outs, int(t))
+                    self._raise_fault(run, op, ins, outs, base + int(t))
             if plan.task:
                 emit_profile(stamp(plan.task, run, t))
             t += plan.duration_us
