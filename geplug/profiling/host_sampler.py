@@ -52,6 +52,8 @@ class HostSampler:
         self.log = log
         self.items: list[str] = [i for i in host_sys if i in ITEMS]
         self.items += [f"usage_{i}" for i in host_sys_usage if f"usage_{i}" in ITEMS]
+        self.requested = bool(host_sys or host_sys_usage)
+        """Whether host_sys or host_sys_usage asked for anything (the notice says so)."""
         self._lock = threading.Lock()
         """Guards :attr:`notices` and :attr:`samples` (the thread and the caller share them)."""
         self._notices: list[str] = []
@@ -204,7 +206,11 @@ class HostSampler:
     def write_notice(self, host_dir: str) -> str:
         """``host/collection_notice.txt``: what was collected and what could not be."""
         path = os.path.join(host_dir, "collection_notice.txt")
-        lines = [f"collected at {self.freq} Hz: {', '.join(self.items) or 'nothing'}"]
+        if self.requested:
+            lines = [f"collected at {self.freq} Hz: {', '.join(self.items) or 'nothing'}"]
+        else:
+            lines = ["host sampling not requested (profiling_options host_sys and "
+                     "host_sys_usage are unset)"]
         lines += [f"not collected: {n}" for n in self.notices]
         write_text(path, "\n".join(lines) + "\n")
         return path

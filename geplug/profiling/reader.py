@@ -126,6 +126,7 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
             result["tasks"] += 1
             result["total_time_us"] += d
     total = result["total_time_us"] or 1.0
+    result["total_time_us"] = round(result["total_time_us"], 3)  # printed like every time
     result["top_ops"] = [
         {"name": name, "op_type": t, "task_type": k, "count": n, "total_us": round(tot, 3),
          "avg_us": round(tot / n, 3), "max_us": round(mx, 3),

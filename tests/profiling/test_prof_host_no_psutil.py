@@ -16,3 +16,9 @@ def test_missing_psutil_is_warned_about_not_faked(monkeypatch: pytest.MonkeyPatc
         sampler.start()
     assert sampler.items == [] and sampler.samples == 0
     assert any("psutil" in n for n in sampler.notices)
+
+
+def test_notice_says_host_sampling_was_not_requested(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    sampler = HostSampler((), (), 50, log=None)  # type: ignore[arg-type]
+    text = open(sampler.write_notice(str(tmp_path)), encoding="utf-8").read()
+    assert "not requested" in text and "collected at" not in text
