@@ -21,6 +21,7 @@ import attrs
 from geplug.config.defaults import (
     PRECISION_MODES,
     PRECISION_MODES_V2,
+    TF_ADAPTER_FRONT_ENDS,
     default_exception_dump,
     default_soc,
     graph_run_mode,
@@ -36,6 +37,9 @@ __all__ = ["TARGETS", "Export", "export", "export_report", "export_values", "rea
 
 TARGETS = ("ge", "tf", "atc", "torch")
 TARGET_NAMES = {"ge": "GE", "tf": "the TF adapter", "atc": "ATC", "torch": "torch_npu"}
+_NO_EQUIVALENT = {"ge": "no GE equivalent", "tf": "no TF adapter equivalent",
+                  "atc": "no ATC equivalent", "torch": "no torch_npu equivalent"}
+"""The phrase for an option a target has no key for (no article: "no TF adapter ...")."""
 HIF8_MODES = ("cube_hif8", "mixed_hif8")
 SESSION_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_all",
                      "high_performance_for_all")
@@ -62,6 +66,11 @@ _ELSEWHERE = {
     },
 }
 """Where an option lives instead when the target has no key for it."""
+
+_GE_PROFILING_WHY = (
+    "without profiling_options GE ignores profiling_mode and falls back to env PROFILING_MODE, "
+    "but the TF adapter would turn profiling on with its default profiling_options "
+    "(options.md §3.1); left out so the TF session also follows the environment")
 
 
 @attrs.frozen(kw_only=True)
@@ -123,6 +132,14 @@ def materialised_defaults(config: SessionConfig, product: Product, to: str, *,
         mine, _ = graph_run_mode(config, product)
         if mine != graph_run_mode(target, product)[0]:
             out["graph_run_mode"] = mine
+    if (key == "ge" and config.front_end in TF_ADAPTER_FRONT_ENDS
+            and config.profiling_mode is True and config.profiling_options is None):
+        # the TF adapter substitutes its default JSON (§3.1); GE alone would fall back to env
+        from geplug.config.resolve import default_profiling_options
+
+        run_mode = graph_run_mode(config, product)[0]
+        out["profiling_options"] = attrs.evolve(default_profiling_options(product, run_mode),
+                                                output=None)
     if key != "atc" and config.enable_exception_dump is None:
         mine_e = default_exception_dump(config.front_end)
         if mine_e != default_exception_dump(key):
@@ -146,14 +163,19 @@ def export_values(config: SessionConfig, product: Product, to: str, *, soc: str 
         value = wanted[name]
         if key == "atc" and name == "graph_run_mode" and value == 0:
             continue  # what ATC does anyway
+        if (key == "tf" and name == "profiling_mode" and value is True
+                and config.front_end not in TF_ADAPTER_FRONT_ENDS
+                and "profiling_options" not in wanted):
+            left_out.append((name, value, _GE_PROFILING_WHY))
+            continue
         if not _has_key(name, key):
             where = _ELSEWHERE.get(key, {}).get(name, "")
-            why = f"no {TARGET_NAMES[key]} equivalent" + (f"; use {where}" if where and
-                                                          not where.startswith("ATC") else
-                                                          f" ({where})" if where else "")
+            why = _NO_EQUIVALENT[key] + (f"; use {where}" if where and
+                                         not where.startswith("ATC") else
+                                         f" ({where})" if where else "")
             left_out.append((name, value, why))
         elif why := _refusal(name, value, key):
-            left_out.append((name, value, f"no {TARGET_NAMES[key]} equivalent: {why}"))
+            left_out.append((name, value, f"{_NO_EQUIVALENT[key]}: {why}"))
         else:
             values[name] = value
     if key == "atc" and graph_run_mode(config, product)[0] == 1 and not any(

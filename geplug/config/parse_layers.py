@@ -57,6 +57,7 @@ def parse_ge_options(options: Any, *, level: str | None = None) -> Parsed:
                                 hint="use one of " + ", ".join(GE_LEVELS)))
         level = None
     values: dict[str, Any] = {}
+    seen: dict[str, tuple[str, str]] = {}
     for key, raw in options.items():
         name = GE_KEY_TO_OPTION.get(key) if isinstance(key, str) else None
         if name is None:
@@ -74,12 +75,22 @@ def parse_ge_options(options: Any, *, level: str | None = None) -> Parsed:
             continue
         if not isinstance(raw, str):
             problems.append(type_problem(key, raw, "a string (GE takes every value as text)",
-                                          hint=f'write "{raw}"'))
+                                          hint=f'write "{_ge_text(raw, OPTIONS[name].kind)}"'))
             continue
-        if name in values:
+        if name in seen:
+            first_key, first_raw = seen[name]
+            if first_raw != raw:
+                problems.append(Problem(
+                    option=key, value=raw, severity="error",
+                    message=f"{first_key!r} = {first_raw!r} and {key!r} = {raw!r} both set "
+                            f"{name}, to different values; GE would silently keep one",
+                    hint=f"keep only one of {first_key!r} and {key!r}"))
+                values.pop(name, None)
+                continue
             problems.append(Problem(option=key, value=raw, severity="warning",
-                                    message=f"{name} is given twice (GE key and plain name); "
-                                            "the last one is used"))
+                                    message=f"{name} is given twice ({first_key!r} and "
+                                            f"{key!r}) with the same value"))
+        seen[name] = (str(key), raw)
         kind = OPTIONS[name].kind
         if kind == "bool":
             if raw not in ("1", "0"):
@@ -104,6 +115,16 @@ def parse_ge_options(options: Any, *, level: str | None = None) -> Parsed:
         elif raw != "" and check_str(key, raw, problems):
             values[name] = raw
     return SessionConfig(front_end="ge", **values), problems
+
+
+def _ge_text(raw: Any, kind: str) -> str:
+    """The GE text for a non-string JSON value: GE bools and ints are decimal text, so a JSON
+    ``true`` becomes ``1`` (GE refuses "True", E10006)."""
+    if kind in ("bool", "int") and isinstance(raw, bool):
+        return "1" if raw else "0"
+    if kind == "int" and isinstance(raw, float) and raw.is_integer():
+        return str(int(raw))
+    return str(raw)
 
 
 def parse_ge_file(path: Any, *, level: str | None = None) -> Parsed:

@@ -16,8 +16,10 @@ from geplug.errors import (
     BackendError,
     ConfigError,
     ConfigWarning,
+    GeplugError,
     NotInitializedError,
     ProductNotNamedError,
+    RankTableError,
 )
 from geplug.runtime.system import System
 
@@ -44,9 +46,12 @@ def initialize_system(
 
     Raises :class:`ConfigError` with every problem when the configuration (or the product)
     does not allow it (:class:`ProductNotNamedError` when no product is named and several are
-    installed), and :class:`BackendError` naming every backend asked and why it passed. Each
-    warning of the check is issued as a :class:`~geplug.errors.ConfigWarning` (option, value,
-    hint), once. The returned system is also a context manager that shuts itself down.
+    installed; when RANK_TABLE_FILE names a bad table, the :class:`RankTableError` is its
+    ``__cause__``, so ``except ConfigError as e: isinstance(e.__cause__, RankTableError)``
+    tells rank-table problems apart), and :class:`BackendError` naming every backend asked
+    and why it passed. Each warning of the check is issued as a
+    :class:`~geplug.errors.ConfigWarning` (option, value, hint), once. The returned
+    system is also a context manager that shuts itself down.
     """
     from geplug.config import check, resolve
     from geplug.config.parse import parse_source
@@ -63,7 +68,8 @@ def initialize_system(
     problems = unique([*problems, *check(cfg, prod, env=env, for_initialize_system=True,
                                          soc=soc)])
     if any(p.severity == "error" for p in problems):
-        raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})")
+        raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})"
+                          ) from _rank_table_error(env, prod)
     for problem in problems:
         warnings.warn(ConfigWarning(problem), stacklevel=2)
     resolved = resolve(cfg, prod, env=env, soc=soc)
@@ -95,6 +101,22 @@ def initialize_system(
         )
     _current.append(system)
     return system
+
+
+def _rank_table_error(env: Mapping[str, str], product: Any) -> RankTableError | None:
+    """The :class:`RankTableError` reading the rank table raises (None without one or when it
+    reads fine): chained as the cause of initialize_system's ConfigError."""
+    from geplug.runtime.rank import read_rank_info
+
+    if not env.get("RANK_TABLE_FILE"):
+        return None
+    try:
+        read_rank_info(env, product)
+    except RankTableError as exc:
+        return exc
+    except GeplugError:
+        return None
+    return None
 
 
 def _product(manager: Any, name: Any, config: Any) -> Any:

@@ -17,7 +17,7 @@ import attrs
 from geplug.config.text import digits
 from geplug.errors import ConfigError, NotInitializedError
 from geplug.products.schema import Product
-from geplug.runtime.rank_table import Table, TableRank, read_rank_table
+from geplug.runtime.rank_table import Table, TableIssue, TableRank, read_rank_table
 
 __all__ = [
     "WORLD_GROUP",
@@ -50,6 +50,8 @@ class RankInfo:
     source: str = "default"
     table_path: str = ""
     table_version: str = ""
+    table_warnings: tuple[TableIssue, ...] = ()
+    """What the table may do but should not (ports in [1, 1023], options.md §15.3)."""
 
 
 def _env_int(env: Mapping[str, str], name: str, *, minimum: int = 0) -> int | None:
@@ -107,7 +109,8 @@ def read_rank_info(env: Mapping[str, str] | None, product: Product) -> RankInfo:
                         local_rank_size=rank_size, device_id=device,
                         source="environment" if "RANK_ID" in env or "RANK_SIZE" in env
                         else "default")
-    version, ranks = read_rank_table(path, product, env)
+    table_warnings: list[TableIssue] = []
+    version, ranks = read_rank_table(path, product, env, warnings=table_warnings)
     t = Table(path)
     me: TableRank | None = None
     pod = env.get("POD_NAME")
@@ -140,7 +143,8 @@ def read_rank_info(env: Mapping[str, str] | None, product: Product) -> RankInfo:
     return RankInfo(rank_id=me.rank_id, rank_size=len(ranks),
                     local_rank_id=local.index(me.rank_id), local_rank_size=len(local),
                     device_id=me.device_id, server_id=me.server, source="rank table",
-                    table_path=path, table_version=version)
+                    table_path=path, table_version=version,
+                    table_warnings=tuple(table_warnings))
 
 
 def _info(group: Any) -> RankInfo:

@@ -11,6 +11,7 @@ import ipaddress
 import itertools
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,6 +58,8 @@ class Table:
     def __init__(self, path: str) -> None:
         self.path = path
         self.issues: list[TableIssue] = []
+        self.warnings: list[TableIssue] = []
+        """Accepted but inadvisable (a port in [1, 1023]); never raised."""
 
     def fail(self, field: str, message: str, code: str = "", *, value: Any = None,
              hint: str = "", option: str = "") -> RankTableError:
@@ -74,6 +77,11 @@ class Table:
     def add(self, field: str, value: Any, message: str, code: str = "") -> None:
         """Record a problem and go on checking the rest of the table."""
         self.issues.append(self._issue(field, message, code, value=value, hint="", option=""))
+
+    def warn(self, field: str, value: Any, message: str, hint: str = "") -> None:
+        """Record a warning: the table is usable, but probably not as meant."""
+        self.warnings.append(self._issue(field, message, "", value=value, hint=hint,
+                                         option=""))
 
     def done(self) -> None:
         """Raise every recorded problem at once (the first one names ``field``)."""
@@ -167,13 +175,25 @@ class Table:
         except ValueError:
             self.add(field, _plain(value), f"{_kind(value)} is not an IPv4/IPv6 address")
 
-    def port(self, data: dict[str, Any], key: str, field: str, *, as_int: bool) -> None:
+    def port(self, data: dict[str, Any], key: str, field: str, *, as_int: bool) -> int | None:
+        """A port in [1, 65535]; a warning for the well-known ports [1, 1023] (§15.3)."""
         if key not in data:
-            return
+            return None
         if as_int:
-            self.integer(data, key, field, lo=1, hi=65535)
+            number = self.integer(data, key, field, lo=1, hi=65535)
         else:
-            self.digits(data, key, field, lo=1, hi=65535)
+            number = self.digits(data, key, field, lo=1, hi=65535)
+        if number is not None and number <= WELL_KNOWN_PORT_MAX:
+            self.warn(field, data[key], f"port {number} is in the well-known range "
+                      f"[1, {WELL_KNOWN_PORT_MAX}], which the reference says to avoid",
+                      "use a port above 1023 (options.md §15.3)")
+        return number
+
+
+WELL_KNOWN_PORT_MAX = 1023
+"""Ports in [1, 1023] are accepted in rank tables but to be avoided (options.md §15.3)."""
+ADDR_PORT = re.compile(r"[0-9]+/[0-9]+")
+"""A v2.0 ``addr.ports`` entry other than ``d2h``: ``"<die>/<port>"`` (options.md §15.3)."""
 
 
 def _plain(value: Any) -> Any:
@@ -216,9 +236,13 @@ def _json_error(text: str, exc: json.JSONDecodeError) -> str:
     return f"not valid JSON: {reason} at {where}"
 
 
-def read_rank_table(path: str, product: Product, env: Mapping[str, str] | None = None
+def read_rank_table(path: str, product: Product, env: Mapping[str, str] | None = None,
+                    *, warnings: list[TableIssue] | None = None
                     ) -> tuple[str, list[TableRank]]:
     """Validate the rank table at ``path`` for ``product``; returns (version, ranks).
+
+    ``warnings``: a list to receive what the table may do but should not (ports in
+    [1, 1023], §15.3); filled only when the table is valid.
 
     Raises one :class:`RankTableError` whose ``issues`` hold every problem of the table (its
     ``field`` names the first), except when the file cannot be read as a table at all.
@@ -281,6 +305,8 @@ def read_rank_table(path: str, product: Product, env: Mapping[str, str] | None =
         ranks = _v1x(t, data, version, env)
     _check_rank_ids(t, ranks, "rank_list" if version == "2.0" else "rank_id")
     t.done()
+    if warnings is not None:
+        warnings.extend(t.warnings)
     return version, ranks
 
 
@@ -291,6 +317,7 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
         t.add("server_count", data.get("server_count"),
               f"says {count} but server_list has {len(servers)} server(s)")
     seen_servers: set[str] = set()
+    nics: dict[tuple[str, int], list[str]] = {}
     ranks: list[TableRank] = []
     for si, raw_server in enumerate(servers):
         sf = f"server_list[{si}]"
@@ -306,6 +333,7 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
         t.ip(server, "host_ip", f"{sf}.host_ip", required=False)
         devices = t.items(server.get("device"), f"{sf}.device")
         seen_dev: set[int] = set()
+        host_ports: dict[int, str] = {}
         for di, raw_dev in enumerate(devices):
             df = f"{sf}.device[{di}]"
             dev = t.obj(raw_dev, df)
@@ -321,8 +349,10 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                 env.get("HCCL_INTER_HCCS_DISABLE", "").upper() == "TRUE"
                 or len(data.get("super_pod_list") or []) > 1)
             t.ip(dev, "device_ip", f"{df}.device_ip", required=need_ip)
-            for port in ("device_port", "backup_device_port", "host_port"):
-                t.port(dev, port, f"{df}.{port}", as_int=False)
+            found = {port: t.port(dev, port, f"{df}.{port}", as_int=False)
+                     for port in ("device_port", "backup_device_port", "host_port")}
+            if version == "1.2":
+                _v12_ports(t, df, dev, found, host_ports, nics)
             if version == "1.2":
                 if "super_device_id" in dev and not str(dev["super_device_id"]).strip():
                     t.add(f"{df}.super_device_id", dev["super_device_id"],
@@ -352,6 +382,7 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                 if ref is not None and ref not in seen_servers:
                     t.add(f"{pf}.server_list[{ji}].server_id", ref,
                           "is not a server of server_list")
+    _nic_port_roles(t, nics)
     # ranks must not interleave across servers (server 1 {0..3}, server 2 {4..7})
     by_server: dict[str, list[int]] = {}
     for r in ranks:
@@ -363,6 +394,38 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                   f"ranks of servers {a!r} and {b!r} interleave; give each server a "
                   "contiguous block of rank ids")
     return ranks
+
+
+def _v12_ports(t: Table, df: str, dev: dict[str, Any], found: dict[str, int | None],
+               host_ports: dict[int, str], nics: dict[tuple[str, int], list[str]]) -> None:
+    """v1.2 (§15.3): host_port unique per server; record each NIC port's uses (by
+    ``(ip, port)``, role-tagged) for :func:`_nic_port_roles`."""
+    host = found["host_port"]
+    if host is not None:
+        if host in host_ports:
+            t.add(f"{df}.host_port", dev.get("host_port"), f"host_port {host} is also used by "
+                  f"{host_ports[host]}; host_port must be unique per server")
+        else:
+            host_ports[host] = df
+    for ip_key, port_key in (("device_ip", "device_port"),
+                             ("backup_device_ip", "backup_device_port")):
+        port = found[port_key]
+        if port is not None:
+            ip = dev.get(ip_key) if isinstance(dev.get(ip_key), str) else None
+            nics.setdefault((ip or f"<{df}>", port), []).append(f"{df}.{port_key}")
+
+
+def _nic_port_roles(t: Table, nics: dict[tuple[str, int], list[str]]) -> None:
+    """A NIC's port as primary (device_port) and as backup (backup_device_port) must differ
+    (§15.3): the same (ip, port) used in both roles is an error. A device without IPs counts
+    as its own NIC."""
+    for (ip, port), fields in nics.items():
+        primary = [f for f in fields if f.endswith(".device_port")]
+        backup = [f for f in fields if f.endswith(".backup_device_port")]
+        if primary and backup:
+            where = "" if ip.startswith("<") else f" of NIC {ip}"
+            t.add(backup[0], str(port), f"port {port}{where} is also the primary port "
+                  f"({primary[0]}); a NIC's port as primary and as backup must differ")
 
 
 def _template2(t: Table, data: dict[str, Any]) -> list[TableRank]:
@@ -455,9 +518,11 @@ def _v20(t: Table, data: dict[str, Any]) -> list[TableRank]:
                         t.add(f"{af}.addr", text, f"is not an {kind} address")
                 ports = t.items(addr.get("ports"), f"{af}.ports", limit=16, required=False)
                 for pi, port in enumerate(ports):
-                    if not isinstance(port, str) or not port or len(port) > 32:
+                    if not isinstance(port, str) or len(port) > 32 or not (
+                            port == "d2h" or ADDR_PORT.fullmatch(port)):
                         t.add(f"{af}.ports[{pi}]", _plain(port), f"got {_kind(port)}; "
-                              "expected \"<die>/<port>\" (or \"d2h\"), at most 32 characters")
+                              "expected \"<die>/<port>\" such as \"0/1\" (host NIC: "
+                              "\"d2h\"), at most 32 characters")
         if rank_id is None or local_id is None or device_id is None:
             continue
         seen = local_seen.setdefault(server, set())

@@ -55,7 +55,14 @@ def _oom(ctx: Ctx, level: int | None, items: tuple[str, ...]) -> None:
 
 
 def _debug_dir(ctx: Ctx, value: str, level: int | None) -> None:
-    """Not a file; R18: useless when no kernel_meta is produced (R17: a .cfg produces it)."""
+    """Not empty (ATC refuses ``--debug_dir=``, E10004, so no export could carry it); not a
+    file; R18: useless when no kernel_meta is produced (R17: a .cfg produces it)."""
+    if value == "":
+        ctx.err("debug_dir", value, "Value for --debug_dir is empty. (ATC refuses an empty "
+                "debug_dir, so this config cannot be exported to ATC)", "give a directory, or "
+                "remove debug_dir to keep the default (the cwd, files in ./kernel_meta)",
+                code="E10004")
+        return
     full = ctx.path(value)
     if os.path.exists(full) and not os.path.isdir(full):
         ctx.err("debug_dir", value, f"{value!r} exists and is not a directory",

@@ -72,7 +72,7 @@ def _rank_table(ctx: Ctx, path: str) -> None:
     from geplug.runtime.rank import read_rank_info
 
     try:
-        read_rank_info(ctx.env, ctx.p)
+        info = read_rank_info(ctx.env, ctx.p)
     except RankTableError as exc:
         if not exc.issues:
             ctx.err("RANK_TABLE_FILE" + (f":{exc.field}" if exc.field else ""), path, str(exc),
@@ -83,6 +83,9 @@ def _rank_table(ctx: Ctx, path: str) -> None:
         ctx.extend(list(exc.problems))
     except GeplugError as exc:
         ctx.err("RANK_TABLE_FILE", path, str(exc), "fix the rank table (options.md §15.3)")
+    else:
+        for issue in info.table_warnings:
+            ctx.warn(issue.option, issue.value, issue.message, issue.hint, code=issue.code)
 
 
 def check_initialize_system(ctx: Ctx) -> None:

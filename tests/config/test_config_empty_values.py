@@ -1,0 +1,22 @@
+"""Empty strings the ATC/GE layer refuses as empty are errors in check, not broken exports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from config_helpers import errors_on, problems_of
+
+from geplug.config.options import OPTIONS
+
+pytestmark = pytest.mark.requires_products("atlas_a2")
+
+
+def test_empty_debug_dir_is_an_error(a2: Any) -> None:
+    errors = errors_on(problems_of({"debug_dir": ""}, a2), "debug_dir")
+    assert [e.code for e in errors] == ["E10004"]
+
+
+@pytest.mark.parametrize("name", [n for n, s in OPTIONS.items() if s.kind == "str" and s.atc_flag])
+def test_every_empty_atc_string_option_is_an_error(a2: Any, name: str) -> None:
+    assert errors_on(problems_of({name: ""}, a2), name)
