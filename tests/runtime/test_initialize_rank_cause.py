@@ -13,6 +13,8 @@ from geplug.errors import ConfigError, RankTableError
 from geplug.plugin import PluginManager
 from geplug.runtime import api
 
+pytestmark = pytest.mark.requires_products("atlas_a2")
+
 
 @pytest.fixture
 def manager() -> Iterator[PluginManager]:
