@@ -161,13 +161,15 @@ def _dir_label(rows: list[dict[str, Any]]) -> str:
     return f"step {step}" if step is not None else "files"
 
 
+def _in_out(inputs: list[str], outputs: list[str]) -> str:
+    """`` in a b out c`` for a listing line (empty sides left out)."""
+    text = " in " + " ".join(inputs) if inputs else ""
+    return text + (" out " + " ".join(outputs) if outputs else "")
+
+
 def _print_dump_row(row: dict[str, Any]) -> None:
     kind = {"overflow": "OVERFLOW ", "exception": "EXCEPTION "}.get(row["kind"], "")
-    tensors = ""
-    if row["inputs"]:
-        tensors += " in " + " ".join(row["inputs"])
-    if row["outputs"]:
-        tensors += " out " + " ".join(row["outputs"])
+    tensors = _in_out(row["inputs"], row["outputs"])
     if row["spaces"]:
         tensors += f" space x{row['spaces']}"
     print(f"  task {row['task_id']:>5}  {kind}{row['op_type']:<14} {row['op_name']:<30}"
@@ -195,11 +197,7 @@ def _stats_ops(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
 def _print_stats_row(row: dict[str, Any]) -> None:
     print(f"  {row['file']}: statistics of {len(row['ops'])} ops")
     for op in row["ops"]:
-        tensors = ""
-        if op["inputs"]:
-            tensors += " in " + " ".join(op["inputs"])
-        if op["outputs"]:
-            tensors += " out " + " ".join(op["outputs"])
+        tensors = _in_out(op["inputs"], op["outputs"])
         if op["nonfinite"]:
             tensors += f"  inf/nan {op['nonfinite']}"
         print(f"  task {op['task_id']:>5}  {op['op_type']:<14} {op['op_name']:<30}{tensors}")

@@ -30,6 +30,8 @@ from geplug.config.defaults import (
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER, OPTIONS
 from geplug.config.problems import Problem
+from geplug.config.rules.implmode import TORCH_IMPLMODES
+from geplug.config.rules.precision import TORCH_PRECISION
 from geplug.errors import ConfigError
 from geplug.products.schema import Product
 
@@ -45,8 +47,6 @@ SESSION_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_a
                      "high_performance_for_all")
 """op_select_implmode values of the TF adapter and the ATC value table (§9.1, policy §12)."""
 GE_IMPLMODES = (*SESSION_IMPLMODES, "enable_float_32_execution", "enable_hi_float_32_execution")
-TORCH_IMPLMODES = ("high_performance", "high_precision")
-TORCH_PRECISION = ("allow_fp32_to_fp16", "must_keep_origin_dtype")
 DEBUG_LEVELS = range(5)
 
 _ELSEWHERE = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from geplug.config.rules.dump import DUMP_MODES
 from geplug.dump.encode import TensorPayload, encode_dump
 from geplug.dump.fileio import publish
 from geplug.dump.ids import ffts_suffix
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DUMP_MODES", "DataDumpWriter", "select_tensors"]
 
-DUMP_MODES = ("input", "output", "all")
 
 
 def _payloads(event: DumpEvent, tensors: tuple[TensorRecord, ...]) -> list[TensorPayload]:

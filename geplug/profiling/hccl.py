@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from geplug.profiling.layout import fmt
+from geplug.runtime.rank import WORLD_GROUP
 
 __all__ = ["GROUP", "HEADER", "CommCollector"]
 
 HEADER = ["Device_id", "OP Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
           "Max Time(us)", "Ratio(%)"]
-GROUP = "hccl_world_group"
+GROUP = WORLD_GROUP
 LINKS = ("RDMA", "HCCS", "PCIE", "SDMA", "SIO")
 _LARGE_PACKET = 1024 * 1024
 

@@ -14,6 +14,7 @@ import json
 from typing import IO, TYPE_CHECKING, Any
 
 from geplug.profiling.layout import fmt_ns
+from geplug.runtime.rank import WORLD_GROUP
 
 if TYPE_CHECKING:
     from geplug.profiling.task_collector import TaskRow
@@ -83,7 +84,7 @@ class TimelineWriter:
         """An HCCL task on ``Communication``."""
         op = t.op
         pid = self._pid("Communication")
-        tid = self._tid(pid, 0, "Group hccl_world_group Communication")
+        tid = self._tid(pid, 0, f"Group {WORLD_GROUP} Communication")
         self._emit({
             "ph": "X", "name": op.name, "pid": pid, "tid": tid, "ts": fmt_ns(t.start_ns),
             "dur": t.duration_ns / 1000, "cat": "hccl",
