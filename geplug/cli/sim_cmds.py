@@ -91,11 +91,17 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             data = {
                 "model": compiled.name,
                 "product": system.product.name,
-                "ops": [d.to_json() | {"sim_time_us": compiled.op_times.get(d.node, 0.0)}
+                "ops": [d.to_json() | _task_of(compiled, d.node)
                         for d in compiled.decisions],
                 "simulated_time_us": compiled.simulated_time_us,
                 "kernel_meta_files": list(compiled.kernel_meta_files),
             }
+            device = getattr(compiled, "device", None)
+            if device is not None:  # the core device model (docs/device-model.md)
+                data["graph"] = device.graph.summary()
+                data["memory"] = device.memory.to_json()
+                data["tasks"] = [_task_json(p) for p in device.tasks]
+                data["notes"] = list(getattr(compiled, "notes", ()))
             json.dump(data, sys.stdout, indent=2)
             print()
         else:
@@ -107,7 +113,47 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             if compiled.kernel_meta_files:
                 print(f"kernel_meta: {len(compiled.kernel_meta_files)} files in "
                       f"{os.path.dirname(compiled.kernel_meta_files[0])}")
+            device = getattr(compiled, "device", None)
+            if device is not None:
+                _print_device(device, getattr(compiled, "notes", ()))
     return 0
+
+
+def _task_of(compiled: Any, node: str) -> dict[str, Any]:
+    """The task a decision's node runs in and that task's simulated time."""
+    device = getattr(compiled, "device", None)
+    task = device.node_task.get(node, node) if device is not None else node
+    return {"task": task, "sim_time_us": compiled.op_times.get(task, 0.0)}
+
+
+def _task_json(plan: Any) -> dict[str, Any]:
+    """One task of the device model (``geplug compile --format json``: ``tasks``)."""
+    return {
+        "name": plan.name, "op_type": plan.task.op_type, "members": list(plan.task.members),
+        "pattern": plan.task.pattern, "engine": plan.engine, "dtype": plan.dtype,
+        "stream_id": plan.stream_id, "start_ns": plan.start_ns,
+        "duration_ns": plan.duration_ns, "flops": plan.cost.flops,
+        "bytes_moved": plan.cost.bytes_moved, "block_dim": plan.cost.block_dim,
+    }
+
+
+def _mib(n: int | None) -> str:
+    return "unknown" if n is None else f"{n / 2**20:.1f} MiB"
+
+
+def _print_device(device: Any, notes: Any) -> None:
+    """The graph passes and the memory plan, after the decision table."""
+    g = device.graph
+    print(f"graph: {len(g.graph.nodes)} nodes -> {len(g.tasks)} tasks ({len(g.folded)} "
+          f"folded, {len(g.views)} views, {len(g.eliminated)} dead, {len(g.fusions)} fused)")
+    for f in g.fusions:
+        print(f"  fused {f.name} ({f.op_type}, {f.pattern}): {' + '.join(f.members)}")
+    m = device.memory
+    print(f"memory: weights {_mib(m.weights_bytes)}, activation peak "
+          f"{_mib(m.activation_peak_bytes)}, workspace {_mib(m.workspace_bytes)}, total "
+          f"{_mib(m.total_bytes)} of {_mib(m.capacity_bytes)} ({m.soc_version})")
+    for note in notes:
+        print(f"note: {note}")
 
 
 def _parse_inputs(specs: list[str]) -> dict[str, Any]:

@@ -46,7 +46,11 @@ _SECTIONS: dict[str, type] = {
     "profiling": schema.ProfilingCaps,
     "debug": schema.DebugCaps,
     "compute": schema.ComputeModel,
+    "graph": schema.GraphCaps,
+    "memory": schema.MemoryCaps,
 }
+_OPTIONAL_SECTIONS = frozenset({"graph", "memory"})
+"""Sections a declaration may omit (their records' documented defaults apply)."""
 _IDENTITY = ("name", "display_name", "family_id", "soc_versions", "extends", "description")
 _NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 _NOT_INHERITED = ("name", "extends", "display_name", "soc_versions")
@@ -171,6 +175,8 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
             values[key] = convert(ident[key], product_hints[key], f"product.{key}", errors)
     for section, cls in _SECTIONS.items():
         table = raw.get(section)
+        if table is None and section in _OPTIONAL_SECTIONS:
+            table = {}
         if not isinstance(table, Mapping):
             got = "nothing" if table is None else repr(table)
             errors.append((section, f"expected a [{section}] table, got {got}"))

@@ -18,7 +18,9 @@ __all__ = [
     "DebugCaps",
     "DumpCaps",
     "FrequencyRange",
+    "GraphCaps",
     "ImplModeCaps",
+    "MemoryCaps",
     "OpSupport",
     "PrecisionCaps",
     "Product",
@@ -218,6 +220,73 @@ class ComputeModel:
     host_copy_overhead_us: float = 1.0
     """Fixed cost of one host <-> device copy, microseconds (approximate)."""
     source: str = ""
+    # -- calibrated device model (geplug.device.cost; docs/device-model.md) ---------------
+    cube_efficiency: Mapping[str, float] = attrs.field(converter=_frozen_map, factory=dict)
+    """dtype -> achieved share of ``cube_tflops`` on a large, aligned GEMM (measured GEMM
+    TFLOPS / derived peak); an absent dtype uses 1.0."""
+    cube_tile: tuple[int, ...] = attrs.field(converter=_tuple, default=(16, 16, 16))
+    """M, N, K of one cube fractal: every matrix dimension is padded up to it."""
+    cube_block: tuple[int, ...] = attrs.field(converter=_tuple, default=(128, 256))
+    """M, N of the output block one AI Core computes at a time (the split over cores)."""
+    cube_k_latency: float = 0.0
+    """Pipeline fill per output block, in K elements: small-K matmuls pay it relatively more."""
+    vector_bandwidth_fraction: float = 1.0
+    """Achieved share of ``memory_bandwidth_gbps`` of a streaming vector (elementwise) op."""
+    matrix_bandwidth_fraction: float = 1.0
+    """Achieved share of ``memory_bandwidth_gbps`` of a memory-bound matrix op (GEMV)."""
+    vector_efficiency: float = 1.0
+    """Achieved share of ``vector_tflops`` of a compute-bound vector op."""
+    vector_bytes_per_core: int = 16384
+    """Bytes one vector core streams before an op is split over another core."""
+    transcendental_flops: float = 4.0
+    """Vector instructions per element of exp/log/tanh/erf/sigmoid/sqrt (vs 1 for add)."""
+    task_overhead_us: Mapping[str, float] = attrs.field(converter=_frozen_map, factory=dict)
+    """Issue mode -> per-task cost, µs: ``graph`` (graph sink: the device's task scheduler
+    issues the sunk task list) and ``single_op`` (each op launched from the host, eager)."""
+    aicpu_task_overhead_us: float = 0.0
+    """Extra fixed cost of an AI CPU task (kernel dispatch to the device's CPU cores)."""
+
+
+def _patterns(value: Any) -> Mapping[str, tuple[tuple[str, ...], ...]]:
+    from types import MappingProxyType
+
+    return MappingProxyType({str(k): tuple(tuple(step) for step in v) for k, v in
+                             dict(value).items()})
+
+
+@attrs.frozen(kw_only=True)
+class GraphCaps:
+    """GE-style graph compilation (geplug.device.passes): what is folded, what is a no-op
+    view, which fusion patterns the product's fusion engine applies."""
+
+    shape_op_types: tuple[str, ...] = attrs.field(
+        converter=_tuple, default=("Shape", "Size", "Constant", "ConstantOfShape", "Range"))
+    """Op types computed at compile (on the host) when their inputs are known there."""
+    view_op_types: tuple[str, ...] = attrs.field(
+        converter=_tuple,
+        default=("Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Dropout"))
+    """Op types that only relabel a tensor's shape: no device task, the output aliases the
+    input memory (GE deletes them from the executed graph)."""
+    fusion: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    """Names of the fusion patterns applied, from the documented default set
+    (``geplug.device.patterns.DEFAULT_PATTERNS``) or ``fusion_patterns`` below."""
+    fusion_patterns: Mapping[str, tuple[tuple[str, ...], ...]] = attrs.field(
+        converter=_patterns, factory=dict)
+    """Extra patterns: name -> chain of op-type sets (each step one set of op types; a set
+    ending in ``"*"`` may repeat)."""
+
+
+@attrs.frozen(kw_only=True)
+class MemoryCaps:
+    """Device memory (HBM) per SoC variant and GE's static memory plan rules."""
+
+    hbm_gib: Mapping[str, float] = attrs.field(converter=_frozen_map, factory=dict)
+    """SoC version -> HBM (or DDR) capacity, GiB."""
+    alignment_bytes: int = 512
+    """Every planned tensor block is rounded up to this many bytes."""
+    system_workspace_bytes: int = 0
+    """Workspace reserved once per model for the kernels' system workspace."""
+    source: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -240,6 +309,8 @@ class Product:
     default_op: OpSupport
     """Used for any op type the table does not list, so every ONNX operator can be simulated."""
     compute: ComputeModel
+    graph: GraphCaps = attrs.field(factory=GraphCaps)
+    memory: MemoryCaps = attrs.field(factory=MemoryCaps)
     source_path: str = ""
     distribution: str = ""
     """Filled by the plugin manager: the distribution (and version) that declared it."""

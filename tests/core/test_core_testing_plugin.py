@@ -42,7 +42,7 @@ def test_capabilities_doc_names_every_schema_key() -> None:
     doc = (REPO / "docs" / "capabilities.md").read_text(encoding="utf-8")
     records = (schema.RuntimeCaps, schema.PrecisionCaps, schema.ImplModeCaps, schema.DumpCaps,
                schema.ProfilingCaps, schema.FrequencyRange, schema.DebugCaps,
-               schema.ComputeModel, schema.OpSupport)
+               schema.ComputeModel, schema.OpSupport, schema.GraphCaps, schema.MemoryCaps)
     missing = [f"{cls.__name__}.{f.name}" for cls in records for f in attrs.fields(cls)
                if f"`{f.name}`" not in doc and f.name != "op_type"]
     assert missing == []

@@ -68,7 +68,7 @@ def test_dump_step_0_3_to_5_over_8_steps(fresh: PluginManager, tmp_path: Any,
     with geplug.initialize_system(product.name, {"enable_dump": True, "dump_path": str(tmp_path),
                                                  "dump_step": "0|3-5"},
                                   manager=fresh, env={}) as system:
-        compiled = system.compile(_model())
+        compiled = system.compile(_model(), fusion=False)
         for step in range(8):
             compiled.run({"x": X}, step=step)
     assert {e.step for e in iter_dump_tree(tmp_path)} == {0, 3, 4, 5}
@@ -80,7 +80,7 @@ def test_fp16_overflow_writes_opdebug_the_ops_dump_and_a_summary(fresh: PluginMa
     options = {"precision_mode": "allow_fp32_to_fp16", "enable_dump_debug": True,
                "dump_path": str(tmp_path)}
     with _system(fresh, options) as system:
-        compiled = system.compile(_model())
+        compiled = system.compile(_model(), fusion=False)
         assert compiled.decision("fc1").dtype == "float16"
         with pytest.warns(OverflowWarning, match="'fc1'"):
             compiled.run({"x": X}, step=0)
@@ -103,7 +103,7 @@ def test_no_overflow_when_precision_is_kept(fresh: PluginManager, tmp_path: Any)
     options = {"precision_mode": "must_keep_origin_dtype", "enable_dump_debug": True,
                "dump_path": str(tmp_path)}
     with _system(fresh, options) as system:
-        system.compile(_model()).run({"x": X}, step=0)
+        system.compile(_model(), fusion=False).run({"x": X}, step=0)
     assert list(iter_dump_tree(tmp_path)) == []
 
 
@@ -114,7 +114,7 @@ def test_injected_fault_writes_the_exception_dump_under_ascend_work_path(
 ) -> None:
     env = {"ASCEND_WORK_PATH": str(tmp_path / "work")}
     with _system(fresh, {"enable_exception_dump": level}, env) as system:
-        compiled = system.compile(_model())
+        compiled = system.compile(_model(), fusion=False)
         compiled.inject_fault("relu1")
         with pytest.raises(AICoreError) as info:
             compiled.run({"x": X}, step=0)
@@ -134,7 +134,7 @@ def test_npu_collect_path_wins_and_forces_level_1(fresh: PluginManager, tmp_path
            "ASCEND_WORK_PATH": str(tmp_path / "work")}
     monkeypatch.setenv("GEPLUG_SIM_FAULT_NODE", "fc2")
     with _system(fresh, {"enable_exception_dump": 2}, env) as system:
-        compiled = system.compile(_model())
+        compiled = system.compile(_model(), fusion=False)
         with pytest.raises(AICoreError) as info:
             compiled.run({"x": X}, step=0)
     (path,) = info.value.dump_files
@@ -149,7 +149,7 @@ def test_compare_fp16_run_with_fp32_run_points_at_the_overflow(fresh: PluginMana
         (tmp_path / sub).mkdir()
         with _system(fresh, {"precision_mode": mode, "enable_dump": True, "dump_mode": "all",
                              "dump_path": str(tmp_path / sub)}) as system:
-            system.compile(_model()).run({"x": X}, step=0)
+            system.compile(_model(), fusion=False).run({"x": X}, step=0)
     report = compare_trees(tmp_path / "fp16", tmp_path / "fp32")
     first = report.first_failure
     assert first is not None and first.op_name == "fc1"
@@ -167,7 +167,7 @@ def test_overflow_record_ids_match_the_ops_files_and_directory(fresh: PluginMana
     options = {"precision_mode": "allow_fp32_to_fp16", "enable_dump_debug": True,
                "dump_path": str(tmp_path)}
     with _system(fresh, options) as system:
-        compiled = system.compile(_model())
+        compiled = system.compile(_model(), fusion=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compiled.run({"x": X}, step=0)
@@ -193,7 +193,7 @@ def test_exception_dump_level_1_defaults_to_the_current_directory(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     with _system(fresh, {"enable_exception_dump": 1}) as system:
-        compiled = system.compile(_model())
+        compiled = system.compile(_model(), fusion=False)
         compiled.inject_fault("fc1")
         with pytest.raises(AICoreError, match="'fc1'") as info:
             compiled.run({"x": X}, step=0)
@@ -212,7 +212,7 @@ def test_every_product_dumps_readable_files_named_as_it_declares(
     with geplug.initialize_system(product.name, {"enable_dump": True, "dump_mode": "all",
                                                  "dump_path": str(tmp_path)},
                                   manager=fresh, env={}) as system:
-        y = system.compile(_model()).run({"x": X}, step=0)["y"]
+        y = system.compile(_model(), fusion=False).run({"x": X}, step=0)["y"]
     names = _regex_names(tmp_path)
     assert len(names) == 4 and all(READER_REGEX.fullmatch(n) for n in names)
     assert all(len(n.split(".")) == (9 if product.dump.ffts_plus_names else 5) for n in names)
@@ -230,7 +230,7 @@ def _simulate_in_process(root: str) -> None:
         warnings.simplefilter("ignore")
         with geplug.initialize_system("atlas_a2", {"enable_dump": True, "dump_mode": "all",
                                                    "dump_path": root}, env={}) as system:
-            compiled = system.compile(_model())
+            compiled = system.compile(_model(), fusion=False)
             for step in range(3):
                 compiled.run({"x": X}, step=step)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from geplug.device import DeviceModel
 from geplug.errors import CompileError, RunError
 from geplug.events import OpRecord
 from geplug.precision import OpDecision
@@ -57,6 +58,9 @@ class CompiledModel:
         model_id: int,
         kernel_meta_files: tuple[str, ...],
         session_factory: Any,
+        device: DeviceModel,
+        notes: tuple[str, ...] = (),
+        fusion: bool = True,
     ) -> None:
         self.system = system
         self.imported = imported
@@ -66,6 +70,12 @@ class CompiledModel:
         self.ops = records
         self.model_id = model_id
         self.kernel_meta_files = kernel_meta_files
+        self.device = device
+        self.fusion = fusion
+        """Whether the product's fusion patterns were applied (compile option fusion=)."""
+        """The device model (geplug.device): tasks, schedule, memory plan, graph passes."""
+        self.notes = notes
+        """What compile wants the user to know (dimensions left to run time)."""
         self.types: Mapping[str, TensorType] = imported.types
         """Tensor types and shapes (symbolic dims fixed by the last fed shapes)."""
         self._session: onnxruntime.InferenceSession | None = session
@@ -78,6 +88,7 @@ class CompiledModel:
         """GEPLUG_SIM_FAULT_NODE values already reported as naming no node of this model."""
         self._lock = threading.Lock()
         self._records = {r.name: r for r in records}
+        self._node_task = dict(device.node_task)
         self._by_node = {d.node: d for d in decisions}
         self._input_types = {n: imported.types.get(n) for n in imported.inputs}
         self._symbolic = any(
@@ -85,6 +96,7 @@ class CompiledModel:
             for t in self._input_types.values()
         )
         self._cost_signature: tuple[tuple[int, ...], ...] | None = None
+        self._shape_cache: dict[tuple[tuple[int, ...], ...], Any] = {}
         self._emitter = StepEmitter(self)
         self._set_costs(costs)
 
@@ -101,6 +113,7 @@ class CompiledModel:
         A fault-injection aid for exercising exception dumps; the same as setting
         ``GEPLUG_SIM_FAULT_NODE=<node>``.
         """
+        node = self._node_task.get(node, node) if node is not None else None
         if node is not None and node not in self._records:
             raise CompileError(
                 f"inject_fault: model {self.name!r} has no node {node!r}; nodes: "
@@ -136,8 +149,9 @@ class CompiledModel:
             if step is None:
                 step = self._step
             self._step = max(self._step, step + 1)
-        fault = fault_node(self._fault, self._records, model=self.name,
-                           warned=self._fault_env_warned)
+        fault = fault_node(self._fault, {**self._node_task, **self._records},
+                           model=self.name, warned=self._fault_env_warned)
+        fault = self._node_task.get(fault, fault) if fault is not None else None
         dump = wants_tensors(self.system, step)
         outputs = list(self.imported.outputs)
         if dump or fault is not None:
@@ -155,24 +169,36 @@ class CompiledModel:
 
     # -- timing ----------------------------------------------------------------------------
 
+    @property
+    def memory(self) -> Any:
+        """The memory plan (:class:`geplug.device.MemoryPlan`): weights, activation peak,
+        workspace, total and the SoC's HBM capacity, bytes."""
+        return self.device.memory
+
     def _set_costs(self, costs: Mapping[str, OpCost]) -> None:
         self.costs = dict(costs)
         self.op_times: dict[str, float] = {n: c.duration_us for n, c in self.costs.items()}
-        """Simulated device time per node, microseconds (the product's compute model)."""
-        self.simulated_time_us = float(sum(self.op_times.values()))
-        """Modelled device time of one step (the ops back to back, no host copies)."""
+        """Simulated device time per task, microseconds (the product's compute model)."""
+        self.simulated_time_us = self.device.makespan_us
+        """Modelled time of one step: the makespan of the stream schedule (tasks, AI CPU
+        tasks and host<->device copies on their streams)."""
         self._emitter.invalidate()
 
     def _refresh_costs(self, feeds: Mapping[str, Any]) -> None:
-        """Re-model op times for the concrete input shapes (symbolic dims count as 1 at
-        compile time); cached per input-shape signature."""
+        """Re-model the device for the concrete input shapes (dimensions open at compile);
+        cached per input-shape signature."""
         arrays = {k: a for k, a in feeds.items() if isinstance(a, np.ndarray)}
         signature = tuple(tuple(a.shape) for a in arrays.values())
         if signature == self._cost_signature:
             return
-        remodelled = self._factory.costs_for_shapes(self, {k: a.shape for k, a in arrays.items()})
-        if remodelled is not None:
-            self.types, costs = remodelled
+        cached = self._shape_cache.get(signature)
+        if cached is None:
+            cached = self._factory.costs_for_shapes(
+                self, {k: a.shape for k, a in arrays.items()}, feeds=arrays)
+            if cached is not None:
+                self._shape_cache[signature] = cached
+        if cached is not None:
+            self.types, self.device, costs = cached
             self._set_costs(costs)
         self._cost_signature = signature
 

@@ -108,6 +108,30 @@ class OpPlan:
     duration_us: float
     task: tuple[tuple[str, Any], ...] = ()
     """The static fields of its ``TaskEvent`` (empty until profiling asks for them)."""
+    start_us: float = 0.0
+    """Start on the step's stream schedule, µs after the step begins."""
+
+
+def task_refs(task: Any, rw: Any) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
+    """The device tensors a task reads and writes: an unfused node's own; a fused task's
+    inputs from outside it and the outputs it hands on (what the real stack dumps for a
+    UB-fused op: the fused kernel's arguments, each output named after its original op)."""
+    if len(task.members) == 1:
+        m = task.members[0]
+        return tuple(rw.op_inputs.get(m, ())), tuple(rw.op_outputs.get(m, ()))
+    inside: set[str] = set()
+    for m in task.members:
+        inside.update(r.source for r in rw.op_outputs.get(m, ()))
+    ins: list[TensorRef] = []
+    seen: set[str] = set()
+    for m in task.members:
+        for r in rw.op_inputs.get(m, ()):
+            if r.source not in inside and r.source not in seen:
+                seen.add(r.source)
+                ins.append(r)
+    wanted = set(task.outputs)
+    outs = [r for m in task.members for r in rw.op_outputs.get(m, ()) if r.source in wanted]
+    return tuple(ins), tuple(outs)
 
 
 def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
@@ -146,9 +170,9 @@ class StepEmitter:
         placeholder = RunInfo(system=c.system, model_name=c.name, model_id=c.model_id, step=-1,
                               device_id=c.system.device_id)
         plans: list[OpPlan] = []
+        tasks = {p.name: p for p in c.device.tasks}
         for op in c.ops:
-            refs_in = tuple(rw.op_inputs.get(op.name, ()))
-            refs_out = tuple(rw.op_outputs.get(op.name, ()))
+            refs_in, refs_out = task_refs(tasks[op.name].task, rw)
             cost = c.costs[op.name]
             task: tuple[tuple[str, Any], ...] = ()
             if with_tasks:
@@ -163,7 +187,8 @@ class StepEmitter:
                     output_formats=[format_of(op.op_type, len(s)) for s in out_shapes],
                     cube_fraction=cost.cube_fraction,
                 ))
-            plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task))
+            plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task,
+                                tasks[op.name].start_ns / 1000.0))
         self._plans, self._with_tasks = plans, with_tasks
         return plans
 
@@ -181,12 +206,15 @@ class StepEmitter:
         run = RunInfo(system=system, model_name=c.name, model_id=c.model_id, step=step,
                       device_id=system.device_id, dynamic_shape=c.dynamic_shape,
                       time_base_us=base)
-        t = max(time.time() * 1e6 - base, self.clock_us)
+        t0 = max(time.time() * 1e6 - base, self.clock_us)
         emit_profile = system.emit_profile
+        copies = {s.name: s for s in c.device.copies()}
         if prof:
-            emit_profile(StepEvent(run=run, phase="begin", time_us=t))
-            t = self._copies(run, t, "H2D", feeds)
+            emit_profile(StepEvent(run=run, phase="begin", time_us=t0))
+            self._copies(run, t0, "H2D", feeds, copies)
+        t = t0
         for plan in self.plans(prof):
+            t = t0 + plan.start_us
             op = plan.record
             if dump or op.name == fault:
                 ins = self._tensors(plan.inputs, values, feeds)
@@ -198,21 +226,24 @@ class StepEmitter:
                     self._raise_fault(run, op, ins, outs, base + int(t))
             if plan.task:
                 emit_profile(stamp(plan.task, run, t))
-            t += plan.duration_us
+        end = t0 + c.device.makespan_us
         if prof:
-            t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs})
-            emit_profile(StepEvent(run=run, phase="end", time_us=t))
-        self.clock_us = t
+            self._copies(run, t0, "D2H", {n: values[n] for n in c.imported.outputs}, copies)
+            emit_profile(StepEvent(run=run, phase="end", time_us=end))
+        self.clock_us = end
 
-    def _copies(self, run: RunInfo, t: float, direction: str,
-                arrays: Mapping[str, Any]) -> float:
+    def _copies(self, run: RunInfo, t0: float, direction: str,
+                arrays: Mapping[str, Any], copies: Mapping[str, Any]) -> None:
+        """The step's copies at their places on the copy stream (the actual array sizes)."""
+        t = t0
         for name, array in arrays.items():
             duration = _copy_us(array, run.system.product.compute)
+            slot = copies.get(f"{direction.lower()}:{name}")
+            start = t0 + slot.start_ns / 1000.0 if slot is not None else t
             self.compiled.system.emit_profile(ApiCall(
-                run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
+                run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=start,
                 duration_us=duration))
-            t += duration
-        return t
+            t = start + duration
 
     def _tensors(self, refs: Sequence[TensorRef], values: Mapping[str, np.ndarray],
                  feeds: Mapping[str, Any]) -> list[TensorRecord]:

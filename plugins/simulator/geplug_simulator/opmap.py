@@ -61,6 +61,13 @@ ONNX_TO_ASCEND = {
     "DepthToSpace": "DepthToSpace",
     "Tile": "Tile",
     "OneHot": "OneHot",
+    "LSTM": "DynamicRNN",
+    "GRU": "DynamicGRUV2",
+    "RNN": "RNN",
+    "Softplus": "Softplus",
+    "HardSigmoid": "HardSigmoid",
+    "LeakyRelu": "LeakyRelu",
+    "ScatterND": "ScatterND",
 }
 """Fixed renames (DESIGN.md "The simulator"); MatMul is decided by rank."""
 

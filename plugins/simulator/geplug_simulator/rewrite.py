@@ -78,7 +78,16 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
     impl_rewritten: list[str] = []
     types = imported.types
     for node in graph.node:
-        d = by_node[node.name]
+        d = by_node.get(node.name)
+        if d is None:  # folded, view or dead: computed as it is (geplug.device.passes)
+            b.nodes.append(node)
+            op_inputs[node.name] = tuple(
+                TensorRef(n, types[n].dtype if n in types else "", n) for n in node.input if n
+            )
+            op_outputs[node.name] = tuple(
+                TensorRef(n, types[n].dtype if n in types else "", n) for n in node.output if n
+            )
+            continue
         orig, dev, out_dt = d.original_dtype, d.dtype, d.output_dtype or d.dtype
         if dev == "hifloat8":
             raise CompileError(

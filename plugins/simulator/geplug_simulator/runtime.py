@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -23,10 +23,18 @@ from onnx import TensorProto, helper
 
 from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
-from geplug.precision import decide
+from geplug.precision import NodeInfo, decide
 from geplug_simulator.compiled import CompiledModel
-from geplug_simulator.cost import OpCost, estimate
-from geplug_simulator.importer import ImportedModel, TensorType, import_model, tensor_type
+from geplug.device import DeviceModel, OptimizedGraph, build_device_model, optimize
+from geplug_simulator.cost import OpCost
+from geplug_simulator.devicegraph import device_graph, needs_probe, probe_shapes, with_types
+from geplug_simulator.importer import (
+    FLOAT_NAMES,
+    ImportedModel,
+    TensorType,
+    import_model,
+    tensor_type,
+)
 from geplug_simulator.kernel_meta import KernelSpec, write_kernel_meta
 from geplug_simulator.rewrite import RewrittenModel, rewrite
 
@@ -79,10 +87,12 @@ class SessionFactory:
         self.runtime = runtime
 
     def costs_for_shapes(
-        self, compiled: CompiledModel, shapes: dict[str, tuple[int, ...]]
-    ) -> tuple[dict[str, TensorType], dict[str, OpCost]] | None:
-        """Tensor types and op costs of ``compiled`` with its inputs fixed to ``shapes``
-        (``None`` when shape inference fails: the compile-time estimate stays)."""
+        self, compiled: CompiledModel, shapes: dict[str, tuple[int, ...]],
+        feeds: Mapping[str, Any] | None = None,
+    ) -> tuple[dict[str, TensorType], DeviceModel, dict[str, OpCost]] | None:
+        """Tensor types, device model and task costs of ``compiled`` with its inputs fixed to
+        ``shapes`` (shape inference, then a probe run with ``feeds`` for what stays open);
+        ``None`` when nothing can be inferred (the compile-time estimate stays)."""
         if self.runtime is None:
             return None
         model = onnx.ModelProto()
@@ -106,7 +116,19 @@ class SessionFactory:
             if tt is not None:
                 types[vi.name] = tt
         imported = attrs.evolve(compiled.imported, types=types)
-        return types, self.runtime._costs(imported, compiled.decisions)[0]
+        if needs_probe(imported, types) and feeds is not None:
+            probed = probe_shapes(imported, self, feeds)
+            if probed is not None:
+                types = probed
+                imported = attrs.evolve(imported, types=types)
+        opt = optimize(device_graph(imported), self.runtime.system.product.graph)
+        device = self.runtime.device_model(imported, opt, compiled.decisions,
+                                           check_memory=False,
+                                           fusion=compiled.fusion)
+        costs, _, _ = self.runtime._tasks(
+            imported, device, compiled.decisions, compiled.rewritten,
+            task_ids={r.name: r.task_id for r in compiled.ops})
+        return types, device, costs
 
     def session(self, model: onnx.ModelProto, name: str) -> ort.InferenceSession:
         """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`."""
@@ -201,37 +223,21 @@ def _dtype(imported: ImportedModel, name: str) -> str:
     return t.dtype if t is not None else "float32"
 
 
-def _attr_int(node: onnx.NodeProto, name: str, default: int) -> int:
-    for a in node.attribute:
-        if a.name == name:
-            return int(a.i)
-    return default
-
-
-def _reduce_size(node: onnx.NodeProto, decision: Any, imported: ImportedModel) -> int:
-    """Products summed per output element of a matrix op, or a pooling op's window."""
-    ins = [n for n in node.input if n]
-    if decision.op_class == "matrix" and ins:
-        a = _shape(imported, ins[0]) or ()
-        if node.op_type == "Gemm" and len(a) == 2:
-            return int(a[0 if _attr_int(node, "transA", 0) else 1] or 1)
-        if node.op_type in ("MatMul", "MatMulInteger", "Gemm") or len(ins) < 2:
-            return int(a[-1] or 1) if a else 1
-        w = _shape(imported, ins[1]) or ()
-        if len(w) < 2:
-            return 1
-        group = max(_attr_int(node, "group", 1), 1)
-        window = int(np.prod([int(x or 1) for x in w[2:]]))
-        if node.op_type == "ConvTranspose":  # weight (C_in, C_out/group, k...)
-            return max(int(w[0] or 1) // group, 1) * window
-        return int(w[1] or 1) * window  # weight (C_out, C_in/group, k...)
-    if decision.op_type == "Pooling":
-        for a in node.attribute:
-            if a.name == "kernel_shape":
-                return int(np.prod(list(a.ints)))
-        s = _shape(imported, ins[0]) if ins else None
-        return int(np.prod([int(x or 1) for x in s[2:]])) if s else 1
-    return 1
+def device_infos(imported: ImportedModel, opt: OptimizedGraph) -> list[NodeInfo]:
+    """The precision inputs of the device nodes: folded, eliminated and view nodes are no
+    tasks, so a grey-list op's predecessors are the device nodes producing its floating
+    inputs, whatever way the exporter spelled its constants."""
+    by_name = {n.name: n for n in opt.graph.nodes}
+    infos = {i.name: i for i in imported.nodes}
+    floats = {n for n, t in imported.types.items() if t.dtype in FLOAT_NAMES}
+    out: list[NodeInfo] = []
+    for name in opt.device_nodes:
+        node = by_name[name]
+        preds = tuple(dict.fromkeys(
+            opt.producer[opt.root(t)] for t in node.inputs
+            if t in floats and opt.root(t) in opt.producer))
+        out.append(attrs.evolve(infos[name], predecessors=preds))
+    return out
 
 
 class SimRuntime:
@@ -245,30 +251,39 @@ class SimRuntime:
 
     def compile(self, model: Any, *, name: str = "", **options: Any) -> CompiledModel:
         """Compile ``model`` (a path, bytes or ``onnx.ModelProto``) for the product."""
-        unknown = sorted(set(options) - {"threads"})
+        unknown = sorted(set(options) - {"threads", "fusion"})
         if unknown:
             raise CompileError(
-                f"unknown compile option {unknown[0]!r}; the simulator accepts name= and "
-                "threads=", node="",
+                f"unknown compile option {unknown[0]!r}; the simulator accepts name=, "
+                "threads= and fusion=", node="",
             )
+        fusion = options.get("fusion", True)
+        if not isinstance(fusion, bool):
+            raise CompileError(
+                f"compile option fusion={fusion!r}: expected True (the product's fusion "
+                "patterns, as GE fuses) or False (every node its own task, as with GE's "
+                "fusion_switch_file turning graph and UB fusion off)", node="")
         system = self.system
         stem = ""
         if isinstance(model, (str, os.PathLike)):
             stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
         # the model name: name=, else the ONNX graph name, else the file stem (docs/dump.md)
         imported = import_model(model, name=name, default_name=stem)
-        decisions = tuple(decide(imported.nodes, system.product, system.config))
-        rewritten = rewrite(imported, decisions)
         factory = SessionFactory(options.get("threads", self.factory.threads), self)
+        imported, opt, shape_note = self._exact_shapes(imported, factory)
+        infos = device_infos(imported, opt)
+        decisions = tuple(decide(infos, system.product, system.config))
+        rewritten = rewrite(imported, decisions)
         session = factory.session(rewritten.model, imported.name)
-        costs, specs = self._costs(imported, decisions)
-        records = self._records(decisions, costs, imported)
+        device = self.device_model(imported, opt, decisions, fusion=fusion)
+        costs, specs, records = self._tasks(imported, device, decisions, rewritten)
         kernel_files = write_kernel_meta(system.product, system.config, specs)
         model_id = system.next_model_id()
         compiled = CompiledModel(
             system=system, imported=imported, decisions=decisions, rewritten=rewritten,
             session=session, costs=costs, records=records, model_id=model_id,
             kernel_meta_files=tuple(kernel_files), session_factory=factory,
+            device=device, notes=tuple(n for n in (shape_note,) if n), fusion=fusion,
         )
         if system.profiling_enabled:
             system.emit_profile(GraphEvent(
@@ -279,51 +294,77 @@ class SimRuntime:
         self.models.append(compiled)
         return compiled
 
-    def _costs(
-        self, imported: ImportedModel, decisions: Sequence[Any]
-    ) -> tuple[dict[str, OpCost], list[KernelSpec]]:
+    # -- the device model (geplug.device) ----------------------------------------------------
+
+    def _exact_shapes(self, imported: ImportedModel, factory: SessionFactory
+                      ) -> tuple[ImportedModel, OptimizedGraph, str]:
+        """Every dimension resolved at compile where the inputs are static (shape inference,
+        then a probe run); a note naming what stays open until run time."""
+        note = ""
+        if needs_probe(imported, imported.types):
+            probed = probe_shapes(imported, factory)
+            if probed is not None:
+                imported = with_types(imported, probed)
+            else:
+                open_inputs = [n for n in imported.inputs
+                               if imported.types.get(n) is None
+                               or imported.types[n].shape is None
+                               or any(d is None for d in imported.types[n].shape or ())]
+                note = ("dimensions unresolved at compile (dynamic inputs "
+                        f"{', '.join(open_inputs) or 'none'}): op costs are modelled from the "
+                        "actual input shapes at run, once per distinct shape")
+        opt = optimize(device_graph(imported), self.system.product.graph)
+        return imported, opt, note
+
+    def device_model(self, imported: ImportedModel, opt: OptimizedGraph,
+                     decisions: Sequence[Any], *, check_memory: bool = True,
+                     fusion: bool = True) -> DeviceModel:
+        """Fusion, costs, schedule and memory plan of ``opt`` on the system's product."""
+        system = self.system
+        return build_device_model(
+            opt, system.product, {d.node: d for d in decisions}, issue_mode="graph",
+            soc_version=system.config.config.soc_version or "", check_memory=check_memory,
+            model_name=imported.name, fusion=fusion,
+        )
+
+    def _tasks(
+        self, imported: ImportedModel, device: DeviceModel, decisions: Sequence[Any],
+        rewritten: RewrittenModel, *, task_ids: Mapping[str, int] | None = None,
+    ) -> tuple[dict[str, OpCost], list[KernelSpec], tuple[OpRecord, ...]]:
+        """Per task: its cost, kernel description and op record."""
+        by_node = {d.node: d for d in decisions}
+        graph_inputs = set(imported.inputs)
+        node_inputs = {n.name: tuple(n.input) for n in imported.model.graph.node}
         costs: dict[str, OpCost] = {}
         specs: list[KernelSpec] = []
-        graph_nodes = {n.name: n for n in imported.model.graph.node}
-        for d in decisions:
-            node = graph_nodes[d.node]
-            ins = [n for n in node.input if n]
-            outs = [n for n in node.output if n]
-            in_dt = [d.dtype if _dtype(imported, n) == d.original_dtype and d.dtype else
-                     _dtype(imported, n) for n in ins]
-            out_dt = [d.output_dtype if _dtype(imported, n) == d.original_dtype and
-                      d.output_dtype else _dtype(imported, n) for n in outs]
-            reduce_size = _reduce_size(node, d, imported)
-            cost = estimate(d, self.system.product, [_shape(imported, n) for n in ins], in_dt,
-                            [_shape(imported, n) for n in outs], out_dt,
-                            reduce_size=reduce_size)
-            costs[d.node] = cost
+        records: list[OpRecord] = []
+        for plan in device.tasks:
+            task = plan.task
+            anchor = by_node[task.members[0]]
+            d = anchor if not task.fused else attrs.evolve(
+                anchor, node=task.name, op_type=task.op_type)
+            c = plan.cost
+            costs[task.name] = OpCost(c.flops, c.bytes_moved, plan.duration_ns / 1000.0,
+                                      c.block_dim, c.cube_fraction, c.task_type)
+            ins = [t for t in task.inputs]
+            outs = [t for t in task.outputs]
             specs.append(KernelSpec(
                 decision=d, input_shapes=tuple(_shape(imported, n) for n in ins),
                 input_dtypes=tuple(_dtype(imported, n) for n in ins),
                 output_shapes=tuple(_shape(imported, n) for n in outs),
                 output_dtypes=tuple(_dtype(imported, n) for n in outs),
-                block_dim=cost.block_dim,
+                block_dim=c.block_dim,
             ))
-        return costs, specs
-
-    def _records(
-        self, decisions: Sequence[Any], costs: dict[str, OpCost], imported: ImportedModel
-    ) -> tuple[OpRecord, ...]:
-        """One record per op; ``data_inputs`` names the graph inputs (GE Data ops) it reads."""
-        graph_inputs = set(imported.inputs)
-        node_inputs = {n.name: tuple(n.input) for n in imported.model.graph.node}
-        return tuple(
-            OpRecord(
-                name=d.node, op_type=d.op_type, onnx_op=d.onnx_op, engine=d.engine,
-                dtype=d.dtype or "float32", impl_mode=d.impl_mode,
-                task_id=self.system.next_task_id(), stream_id=0,
-                block_dim=costs[d.node].block_dim, task_type=costs[d.node].task_type,
-                data_inputs=tuple(dict.fromkeys(
-                    i for i in node_inputs.get(d.node, ()) if i in graph_inputs)),
-            )
-            for d in decisions
-        )
+            reads = [i for m in task.members for i in node_inputs.get(m, ())]
+            records.append(OpRecord(
+                name=task.name, op_type=task.op_type, onnx_op=anchor.onnx_op,
+                engine=anchor.engine, dtype=anchor.dtype or "float32",
+                impl_mode=anchor.impl_mode,
+                task_id=(task_ids or {}).get(task.name) or self.system.next_task_id(),
+                stream_id=plan.stream_id, block_dim=c.block_dim, task_type=c.task_type,
+                data_inputs=tuple(dict.fromkeys(i for i in reads if i in graph_inputs)),
+            ))
+        return costs, specs, tuple(records)
 
     def close(self) -> None:
         """Release every compiled model's sessions; warn about user-file names that matched

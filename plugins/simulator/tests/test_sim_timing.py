@@ -21,21 +21,19 @@ def _matmul(n: int, name: str = "mm") -> object:
 
 
 def _cube_time(product: Product, n: int, dtype: str) -> float:
-    """launch + 2n³ / peak: a big square MatMul is compute-bound and uses every core."""
+    """2n³ at the declared achieved rate: a big square MatMul is compute-bound on all cores."""
     c = product.compute
-    return c.launch_overhead_us + 2.0 * n**3 / (c.cube_tflops[dtype] * 1e12) * 1e6
+    rate = c.cube_tflops[dtype] * c.cube_efficiency.get(dtype, 1.0)
+    return 2.0 * n**3 / (rate * 1e12) * 1e6
 
 
-def test_a_tiny_op_costs_launch_overhead_plus_its_roofline_time():
+def test_a_tiny_op_costs_about_the_graph_task_overhead():
     product = any_product()
     model = graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                         [f32("x", [4])], [f32("y", [4])])
     compiled = make_system(product, precision_mode="must_keep_origin_dtype").compile(model)
-    c = product.compute
-    memory_us = 32 / (c.memory_bandwidth_gbps * 1e9) * 1e6  # 4 floats in, 4 out
-    assert compiled.op_times["relu"] > c.launch_overhead_us
-    assert compiled.op_times["relu"] == pytest.approx(c.launch_overhead_us + memory_us,
-                                                      rel=0.5)
+    overhead = product.compute.task_overhead_us["graph"]
+    assert overhead < compiled.op_times["relu"] < overhead + 0.1
 
 
 def test_the_same_model_is_faster_in_float16_where_the_cube_is_faster_in_float16():
@@ -64,9 +62,11 @@ def test_atlas_a2_and_the_training_series_differ_as_their_compute_models_say():
     model = _matmul(n)
     got = {p.name: make_system(p, precision_mode="allow_fp32_to_fp16").compile(model)
            .op_times["mm"] for p in (a2, train)}
-    assert got["atlas_a2"] == pytest.approx(_cube_time(a2, n, "float16"), rel=1e-6)
-    assert got["atlas_train"] == pytest.approx(_cube_time(train, n, "float16"), rel=1e-6)
-    assert got["atlas_a2"] < got["atlas_train"]  # 313 vs 256 declared float16 TFLOP/s
+    # an aligned 2048³ GEMM runs within 25% of the declared achieved rate: 128 output blocks
+    # over 24 or 32 cores leave the last wave partly idle, plus pipeline fill and overhead
+    assert got["atlas_a2"] == pytest.approx(_cube_time(a2, n, "float16"), rel=0.25)
+    assert got["atlas_train"] == pytest.approx(_cube_time(train, n, "float16"), rel=0.25)
+    assert got["atlas_a2"] < got["atlas_train"]
 
 
 def test_an_ai_cpu_fallback_is_much_slower_than_the_ai_core():
@@ -78,19 +78,30 @@ def test_an_ai_cpu_fallback_is_much_slower_than_the_ai_core():
     assert cpu.op_times["mm"] > 10 * aic.op_times["mm"]
 
 
-def test_profiled_tasks_run_back_to_back_and_sum_to_the_step_time(recorder):
+def test_profiled_tasks_follow_the_stream_schedule_and_end_at_the_makespan(recorder):
+    from geplug.events import ApiCall, StepEvent
+
     manager, rec = recorder
-    compiled = make_system(any_product(), manager, profiling_mode=True).compile(overflow_model())
+    compiled = make_system(any_product(), manager, profiling_mode=True).compile(
+        overflow_model(), fusion=False)
     compiled.run({"x": np.ones((1, 4), np.float32)})
     tasks = [e for e in rec.profiles if isinstance(e, TaskEvent)]
+    copies = [e for e in rec.profiles if isinstance(e, ApiCall)]
+    begin, end = (e for e in rec.profiles if isinstance(e, StepEvent))
     assert [t.wait_us for t in tasks] == [0.0, 0.0]
-    assert tasks[1].start_us == pytest.approx(tasks[0].start_us + tasks[0].duration_us)
-    assert sum(t.duration_us for t in tasks) == pytest.approx(compiled.simulated_time_us)
+    # the first task waits for the input's H2D copy; the second for the first
+    assert tasks[0].start_us == pytest.approx(copies[0].start_us + copies[0].duration_us,
+                                              abs=1e-3)
+    assert tasks[1].start_us == pytest.approx(tasks[0].start_us + tasks[0].duration_us,
+                                              abs=1e-3)
+    assert end.time_us - begin.time_us == pytest.approx(compiled.simulated_time_us)
+    assert compiled.simulated_time_us == pytest.approx(compiled.device.makespan_us)
 
 
 def test_a_stamped_task_event_equals_one_built_by_its_constructor(recorder):
     manager, rec = recorder
-    compiled = make_system(any_product(), manager, profiling_mode=True).compile(overflow_model())
+    compiled = make_system(any_product(), manager, profiling_mode=True).compile(
+        overflow_model(), fusion=False)
     compiled.run({"x": np.ones((1, 4), np.float32)})
     event = next(e for e in rec.profiles if isinstance(e, TaskEvent))
     fields = {a: getattr(event, a) for a in ("run", "op", "start_us", "duration_us", "wait_us",

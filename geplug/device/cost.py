@@ -1,0 +1,283 @@
+"""Per-task work and simulated time from the product's calibrated ``[compute]`` figures.
+
+``duration = task overhead (by issue mode) + max(compute time, memory time)``:
+
+- **matrix work** (MatMul, BatchMatMul, Conv, ConvTranspose, and the gate GEMMs inside
+  LSTM/GRU/RNN) runs on the cube: every dimension padded to ``cube_tile``, the output split
+  into ``cube_block`` blocks over ``ai_cores`` in waves, each block paying ``cube_k_latency``
+  of pipeline fill, at ``cube_tflops[dtype] * cube_efficiency[dtype]``. A dtype the cube does
+  not have runs on the vector unit (``vector_tflops``).
+- **vector work** at ``vector_tflops * vector_efficiency``, transcendental functions costing
+  ``transcendental_flops`` instructions per element; bytes at
+  ``memory_bandwidth_gbps * vector_bandwidth_fraction`` (``matrix_bandwidth_fraction`` for a
+  memory-bound matrix op), split over as many cores as ``vector_bytes_per_core`` fills.
+- **AI CPU** ops at ``aicpu_gflops`` plus ``aicpu_task_overhead_us``.
+- the **task overhead** is ``task_overhead_us[issue_mode]``: ``graph`` for a sunk graph
+  (GE sessions, ATC models), ``single_op`` for ops launched one by one from the host.
+
+A fused task is one task: the members' work, the bytes of its external inputs and outputs
+only, one overhead. Unresolved dimensions count as 1 and are reported (``unresolved``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from geplug.device.ir import Graph, Node, dtype_bytes, numel
+from geplug.products.schema import ComputeModel, Product
+
+__all__ = ["ISSUE_MODES", "NodeWork", "TaskCost", "cube_time_us", "node_work", "task_cost"]
+
+ISSUE_MODES = ("graph", "single_op")
+"""How tasks reach the device: a sunk graph, or one host launch per op."""
+
+_TRANSCENDENTAL = frozenset({"Exp", "Log", "Tanh", "Sigmoid", "Gelu", "FastGelu", "Erf",
+                             "Sqrt", "Rsqrt", "Pow", "Reciprocal", "Sin", "Cos", "Softplus",
+                             "Swish", "Mish", "Elu", "HardSwish"})
+_NORM = frozenset({"SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "BatchNorm", "InstanceNorm",
+                   "GroupNorm", "LRN", "RmsNorm"})
+_RNN_GATES = {"DynamicRNN": 4, "DynamicGRUV2": 3, "RNN": 1}
+"""Recurrent op type -> gates (LSTM 4, GRU 3, plain RNN 1)."""
+
+
+@attrs.frozen
+class Gemm:
+    """One batched matrix product ``batch x (M x K) @ (K x N)``."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    sequential: int = 1
+    """Times it runs one after another (the recurrent GEMM of an RNN runs per step)."""
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.batch * self.m * self.n * self.k * self.sequential
+
+
+@attrs.frozen
+class NodeWork:
+    """The work of one node: its cube GEMMs, its vector FLOPs, unresolved dims."""
+
+    gemms: tuple[Gemm, ...] = ()
+    vector_flops: float = 0.0
+    unresolved: bool = False
+
+    @property
+    def cube_flops(self) -> float:
+        return float(sum(g.flops for g in self.gemms))
+
+
+@attrs.frozen(kw_only=True)
+class TaskCost:
+    """The modelled work and time of one task."""
+
+    flops: float
+    cube_flops: float
+    bytes_moved: float
+    duration_us: float
+    overhead_us: float
+    compute_us: float
+    memory_us: float
+    block_dim: int
+    cube_fraction: float
+    task_type: str
+    unresolved: bool = False
+
+
+def _dims(graph: Graph, name: str) -> tuple[int, ...]:
+    t = graph.tensor(name)
+    if t is None or t.shape is None:
+        return ()
+    return tuple(int(d) if d else 1 for d in t.shape)
+
+
+def _unresolved(graph: Graph, names: Sequence[str]) -> bool:
+    for n in names:
+        t = graph.tensor(n)
+        if n and (t is None or not t.resolved):
+            return True
+    return False
+
+
+def _matmul(node: Node, graph: Graph) -> Gemm:
+    a = _dims(graph, node.inputs[0]) if node.inputs else ()
+    out = _dims(graph, node.outputs[0]) if node.outputs else ()
+    if node.source_op == "Gemm" or node.attrs.get("trans_a") is not None:
+        k = (a[0] if node.attrs.get("trans_a") else a[-1]) if len(a) == 2 else (a[-1] if a
+                                                                                 else 1)
+    else:
+        k = a[-1] if a else 1
+    if len(out) >= 2:
+        m, n = out[-2], out[-1]
+        batch = math.prod(out[:-2]) if len(out) > 2 else 1
+    elif len(out) == 1:  # a vector result: one of A or B was 1-D
+        m, n, batch = (1, out[0], 1) if len(a) == 1 else (out[0], 1, 1)
+    else:
+        m = n = batch = 1
+    return Gemm(batch=int(batch), m=int(m), n=int(n), k=int(k))
+
+
+def _conv(node: Node, graph: Graph) -> Gemm:
+    out = _dims(graph, node.outputs[0]) if node.outputs else ()
+    x = _dims(graph, node.inputs[0]) if node.inputs else ()
+    w = _dims(graph, node.inputs[1]) if len(node.inputs) > 1 else ()
+    group = max(int(node.attrs.get("group", 1) or 1), 1)
+    if len(out) < 2 or len(w) < 2:
+        return Gemm(1, 1, 1, 1)
+    window = math.prod(w[2:]) if len(w) > 2 else 1
+    if node.op_type == "Conv2DTranspose":  # weight (C_in, C_out/group, k...)
+        spatial_in = math.prod(x[2:]) if len(x) > 2 else 1
+        return Gemm(batch=group, m=out[0] * spatial_in, n=w[1] * window,
+                    k=max(w[0] // group, 1))
+    spatial = math.prod(out[2:]) if len(out) > 2 else 1
+    return Gemm(batch=group, m=out[0] * spatial, n=max(out[1] // group, 1), k=w[1] * window)
+
+
+def _rnn(node: Node, graph: Graph, gates: int) -> NodeWork:
+    x = _dims(graph, node.inputs[0]) if node.inputs else ()
+    w = _dims(graph, node.inputs[1]) if len(node.inputs) > 1 else ()
+    if len(x) != 3 or len(w) != 3:
+        return NodeWork(unresolved=True)
+    layout = int(node.attrs.get("layout", 0) or 0)
+    seq, batch = (x[1], x[0]) if layout else (x[0], x[1])
+    dirs, hidden = w[0], w[1] // gates
+    # input projection for every step at once; the recurrent product step by step
+    gemms = (Gemm(batch=dirs, m=seq * batch, n=gates * hidden, k=x[2]),
+             Gemm(batch=dirs, m=batch, n=gates * hidden, k=hidden, sequential=seq))
+    per_elem = {4: 12.0, 3: 10.0, 1: 3.0}[gates]  # gate activations and cell update
+    return NodeWork(gemms=gemms, vector_flops=per_elem * seq * batch * dirs * hidden)
+
+
+def node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
+    """The cube GEMMs and vector FLOPs of ``node`` from its tensors' shapes."""
+    unresolved = _unresolved(graph, [*node.inputs, *node.outputs])
+    gates = _RNN_GATES.get(node.op_type)
+    if gates is not None:
+        work = _rnn(node, graph, gates)
+        return attrs.evolve(work, unresolved=unresolved or work.unresolved)
+    out_n = sum(numel(_dims(graph, t)) for t in node.outputs if t) or 1
+    in_n = max((numel(_dims(graph, t)) for t in node.inputs if t), default=1)
+    if op_class == "matrix":
+        if node.op_type.startswith("Conv"):
+            return NodeWork(gemms=(_conv(node, graph),), unresolved=unresolved)
+        return NodeWork(gemms=(_matmul(node, graph),), unresolved=unresolved)
+    op = node.op_type
+    if op == "Pooling":
+        window = node.attrs.get("kernel_shape")
+        size = math.prod(window) if window else max(in_n // max(out_n, 1), 1)
+        flops = float(out_n * size)
+    elif op in _NORM:
+        flops = 5.0 * max(out_n, in_n)
+    elif op in _TRANSCENDENTAL:
+        flops = float(out_n)  # scaled by transcendental_flops in task_cost
+    else:
+        flops = float(max(out_n, in_n))
+    return NodeWork(vector_flops=flops, unresolved=unresolved)
+
+
+def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str) -> tuple[float, int]:
+    """Cube time of ``gemm`` and the cores it occupies (see the module docstring)."""
+    peak = compute.cube_tflops.get(dtype)
+    cores = max(compute.ai_cores, 1)
+    if not peak:
+        # the cube has no such dtype: the product runs it on the vector unit
+        rate = compute.vector_tflops.get(dtype) or min(compute.vector_tflops.values(),
+                                                        default=1.0)
+        return gemm.flops / (rate * compute.vector_efficiency * 1e12) * 1e6, cores
+    eff = compute.cube_efficiency.get(dtype, 1.0)
+    tm, tn, tk = (list(compute.cube_tile) + [16, 16, 16])[:3]
+    bm, bn = (list(compute.cube_block) + [128, 256])[:2]
+    mp = -(-gemm.m // tm) * tm
+    np_ = -(-gemm.n // tn) * tn
+    kp = -(-gemm.k // tk) * tk
+    blocks = gemm.batch * -(-mp // bm) * -(-np_ // bn)
+    used = min(cores, blocks)
+    waves = -(-blocks // cores)
+    block_flops = 2.0 * min(bm, mp) * min(bn, np_) * (kp + compute.cube_k_latency)
+    per_core = peak * eff * 1e12 / cores
+    return waves * block_flops / per_core * 1e6 * gemm.sequential, int(used)
+
+
+def task_cost(
+    nodes: Sequence[Node],
+    works: Sequence[NodeWork],
+    dtypes: Sequence[str],
+    *,
+    engine: str,
+    bytes_moved: float,
+    product: Product,
+    issue_mode: str = "graph",
+    op_classes: Sequence[str] = (),
+) -> TaskCost:
+    """The cost of one task made of ``nodes`` (their ``works`` and compute ``dtypes``)."""
+    c = product.compute
+    overhead = c.task_overhead_us.get(issue_mode, c.launch_overhead_us)
+    flops = sum(w.cube_flops + w.vector_flops for w in works)
+    cube_flops = sum(w.cube_flops for w in works)
+    unresolved = any(w.unresolved for w in works)
+    bw = c.memory_bandwidth_gbps * 1e9
+    if engine == "AI_CPU":
+        compute_us = flops / (c.aicpu_gflops * 1e9) * 1e6
+        memory_us = bytes_moved / (bw * c.vector_bandwidth_fraction) * 1e6
+        return TaskCost(flops=flops, cube_flops=cube_flops, bytes_moved=bytes_moved,
+                        duration_us=overhead + c.aicpu_task_overhead_us
+                        + max(compute_us, memory_us),
+                        overhead_us=overhead + c.aicpu_task_overhead_us,
+                        compute_us=compute_us, memory_us=memory_us, block_dim=1,
+                        cube_fraction=0.0, task_type="AI_CPU", unresolved=unresolved)
+    cube_us = 0.0
+    vector_us = 0.0
+    cube_cores = 0
+    for node, work, dtype in zip(nodes, works, dtypes, strict=True):
+        for g in work.gemms:
+            t, used = cube_time_us(g, c, dtype)
+            cube_us += t
+            cube_cores = max(cube_cores, used)
+        if work.vector_flops:
+            rate = c.vector_tflops.get(dtype) or min(c.vector_tflops.values(), default=1.0)
+            scale = c.transcendental_flops if node.op_type in _TRANSCENDENTAL else 1.0
+            vector_us += work.vector_flops * scale / (rate * c.vector_efficiency * 1e12) * 1e6
+    matrix = cube_flops > 0
+    if matrix:
+        cores = max(c.ai_cores, 1)
+        used = max(cube_cores, 1)
+        frac = c.matrix_bandwidth_fraction
+        # a fused epilogue overlaps the cube pipeline; a separate vector op would not
+        compute_us = cube_us + (vector_us * used / cores if len(nodes) == 1 else 0.0)
+    else:
+        cores = max(c.vector_cores or c.ai_cores, 1)
+        used = min(cores, max(1, math.ceil(bytes_moved / max(c.vector_bytes_per_core, 1))))
+        frac = c.vector_bandwidth_fraction
+        compute_us = vector_us * cores / used
+    memory_us = bytes_moved / (bw * frac * used / cores) * 1e6
+    if matrix:
+        task_type = "AI_CORE"
+        if product.profiling.mix_aic_large_matmul and cube_flops > 1e9 and any(
+                g.k % 16 or g.n % 16 for w in works for g in w.gemms):
+            task_type = "MIX_AIC"
+    else:
+        task_type = "AI_VECTOR_CORE" if product.profiling.split_cores else "AI_CORE"
+    busy = max(compute_us, memory_us)
+    return TaskCost(
+        flops=flops, cube_flops=cube_flops, bytes_moved=bytes_moved,
+        duration_us=overhead + busy, overhead_us=overhead, compute_us=compute_us,
+        memory_us=memory_us, block_dim=int(used),
+        cube_fraction=(cube_us / busy if matrix and busy > 0 else 0.0) if matrix else 0.0,
+        task_type=task_type, unresolved=unresolved,
+    )
+
+
+def tensor_bytes(graph: Graph, names: Sequence[str], dtypes: Mapping[str, str]) -> float:
+    """Bytes of ``names`` as the device holds them (``dtypes`` overrides a tensor's dtype)."""
+    total = 0
+    for n in names:
+        t = graph.tensor(n)
+        if t is None:
+            continue
+        total += numel(t.shape) * dtype_bytes(dtypes.get(n, t.dtype))
+    return float(total)

@@ -1,0 +1,142 @@
+"""The ONNX side of the device model: an imported model as a :class:`geplug.device.Graph`,
+and exact shapes for dimensions shape inference left open.
+
+``onnx.shape_inference`` cannot resolve every dimension (shape arithmetic through Shape,
+Gather, Concat in TorchScript exports; symbolic input dims). :func:`probe_shapes` runs the
+source model once in onnxruntime with every node output exposed and reads the shapes the
+kernels actually produced: with zero feeds of the declared shapes at compile (static
+models), with the user's feeds at run (dynamic models, once per distinct input shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+import onnx
+from onnx import helper
+
+from geplug.device import Graph, Node, Tensor
+from geplug_simulator.importer import DTYPE_NAMES, ImportedModel, TensorType
+
+__all__ = ["device_graph", "needs_probe", "probe_shapes", "with_types"]
+
+_NP_OF = {"float32": np.float32, "float16": np.float16, "float64": np.float64,
+          "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+          "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+          "bool": np.bool_}
+
+
+def _node_attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for a in node.attribute:
+        if a.name == "group":
+            out["group"] = int(a.i)
+        elif a.name == "transA":
+            out["trans_a"] = int(a.i)
+        elif a.name == "transB":
+            out["trans_b"] = int(a.i)
+        elif a.name == "kernel_shape":
+            out["kernel_shape"] = tuple(int(v) for v in a.ints)
+        elif a.name in ("hidden_size", "layout"):
+            out[a.name] = int(a.i)
+    if node.op_type == "Gemm":
+        out.setdefault("trans_a", 0)
+    return out
+
+
+def device_graph(imported: ImportedModel, types: Mapping[str, TensorType] | None = None
+                 ) -> Graph:
+    """``imported`` as the device model's IR (``types`` overrides the inferred types)."""
+    types = imported.types if types is None else types
+    by_name = {n.name: n for n in imported.nodes}
+    tensors: dict[str, Tensor] = {}
+    inputs = set(imported.inputs)
+    for name, t in types.items():
+        kind = ("weight" if name in imported.initializers and name not in inputs
+                else "input" if name in inputs else "activation")
+        tensors[name] = Tensor(name=name, dtype=t.dtype, shape=t.shape, kind=kind)
+    nodes = []
+    for node in imported.model.graph.node:
+        info = by_name.get(node.name)
+        nodes.append(Node(name=node.name, op_type=info.op_type if info else node.op_type,
+                          source_op=node.op_type, inputs=tuple(node.input),
+                          outputs=tuple(node.output), attrs=_node_attrs(node)))
+    return Graph(name=imported.name, nodes=tuple(nodes), tensors=tensors,
+                 inputs=imported.inputs, outputs=imported.outputs)
+
+
+def needs_probe(imported: ImportedModel, types: Mapping[str, TensorType]) -> bool:
+    """Whether a node output has a dimension shape inference left open."""
+    for node in imported.model.graph.node:
+        for out in node.output:
+            t = types.get(out)
+            if out and (t is None or t.shape is None or any(d is None for d in t.shape)):
+                return True
+    return False
+
+
+def _zeros(imported: ImportedModel) -> dict[str, np.ndarray] | None:
+    feeds: dict[str, np.ndarray] = {}
+    for name in imported.inputs:
+        t = imported.types.get(name)
+        if t is None or t.shape is None or any(d is None for d in t.shape):
+            return None
+        np_type = _NP_OF.get(t.dtype)
+        if np_type is None:
+            return None
+        feeds[name] = np.zeros(t.shape, np_type)
+    return feeds
+
+
+def probe_shapes(imported: ImportedModel, session_factory: Any,
+                 feeds: Mapping[str, Any] | None = None) -> dict[str, TensorType] | None:
+    """Types of every node output as onnxruntime computes them (``None`` when the model
+    cannot be probed: an input without a static shape and no ``feeds``, or a failure)."""
+    if feeds is None:
+        feeds = _zeros(imported)
+        if feeds is None:
+            return None
+    model = onnx.ModelProto()
+    model.CopyFrom(imported.model)
+    present = {o.name for o in model.graph.output}
+    names: list[str] = []
+    for node in model.graph.node:
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for a in node.attribute):
+            continue
+        for out in node.output:
+            if out and out not in present:
+                present.add(out)
+                names.append(out)
+                model.graph.output.append(onnx.ValueInfoProto(name=out))
+    try:
+        session = session_factory.session(model, imported.name)
+        values = session.run([o.name for o in model.graph.output], dict(feeds))
+    except Exception:
+        return None
+    types = dict(imported.types)
+    for vi, value in zip(model.graph.output, values, strict=True):
+        if isinstance(value, np.ndarray):
+            dtype = types[vi.name].dtype if vi.name in types else _dtype_name(value)
+            types[vi.name] = TensorType(dtype, tuple(int(d) for d in value.shape))
+    for name, value in feeds.items():
+        if isinstance(value, np.ndarray) and name in types:
+            types[name] = TensorType(types[name].dtype, tuple(int(d) for d in value.shape))
+    return types
+
+
+def _dtype_name(value: np.ndarray) -> str:
+    from onnx import helper as h
+
+    try:
+        return DTYPE_NAMES.get(h.np_dtype_to_tensor_dtype(value.dtype), str(value.dtype))
+    except Exception:
+        return str(value.dtype)
+
+
+def with_types(imported: ImportedModel, types: Mapping[str, TensorType]) -> ImportedModel:
+    """``imported`` with ``types`` (exact shapes) in place of the inferred ones."""
+    return attrs.evolve(imported, types=dict(types))
