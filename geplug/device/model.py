@@ -70,6 +70,16 @@ class DeviceModel:
         return self.schedule.makespan_us
 
     @property
+    def compute_span_us(self) -> float:
+        """From the first task's start to the last task's end, µs: the model's execution on
+        the device without the host copies around it (what ``aclmdlExecute`` takes)."""
+        if not self.tasks:
+            return 0.0
+        start = min(t.start_ns for t in self.tasks)
+        end = max(t.start_ns + t.duration_ns for t in self.tasks)
+        return (end - start) / 1000.0
+
+    @property
     def flops(self) -> float:
         return float(sum(t.cost.flops for t in self.tasks))
 

@@ -320,7 +320,8 @@ def _complete(steps: Sequence[tuple[str, ...]], types: list[str]) -> bool:
             return False
         if "*" not in steps[i]:
             i += 1
-    return True
+    # every step after the last one matched must be optional (or the repeating one)
+    return all("?" in step or "*" in step for step in steps[i:])
 
 
 def _inputs_ready(candidate: str, members: list[str], nodes: Mapping[str, Node],

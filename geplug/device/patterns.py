@@ -30,6 +30,10 @@ DEFAULT_PATTERNS: Mapping[str, tuple[tuple[str, ...], ...]] = {
     # FE's UB fusion of the elementwise epilogue.
     "conv_bn_act": (("Conv2D", "Conv2DTranspose", "DepthwiseConv2D"),
                     ("BatchNorm", "?"), ("Add", "?"), (*ACTIVATIONS, "?")),
+    # MatMul + bias + GELU spelled with erf (x/sqrt2 -> erf -> +1 -> *x -> *0.5, as torch
+    # exports nn.GELU below opset 20): FE's GELU graph fusion, then the matmul epilogue.
+    "matmul_bias_gelu": (("MatMulV2", "BatchMatMulV2"), ("Add", "?"), ("Div", "Mul"),
+                         ("Erf",), ("Add",), ("Mul",), ("Mul",)),
     # MatMul/Gemm + bias Add (+ activation).
     "matmul_bias_act": (("MatMulV2", "BatchMatMulV2", "MatMul", "BatchMatMul"),
                         ("Add", "BiasAdd", "?"), (*ACTIVATIONS, "?")),
@@ -42,6 +46,10 @@ DEFAULT_PATTERNS: Mapping[str, tuple[tuple[str, ...], ...]] = {
     # Softmax spelled out: max-subtract, exp, sum, divide.
     "softmax": (("ReduceMax", "?"), ("Sub", "?"), ("Exp",), ("ReduceSum",),
                 ("Div", "RealDiv")),
+    # Attention scores: scale (+ mask) + softmax, one kernel (ScaledMaskedSoftmax).
+    "scaled_softmax": (("Div", "RealDiv", "Mul"), ("Add", "?"), ("SoftmaxV2",)),
+    # Residual add + LayerNorm, one kernel (AddLayerNorm).
+    "add_layer_norm": (("Add",), ("LayerNorm",)),
     # Softmax / LayerNorm followed by a scale or cast epilogue.
     "norm_epilogue": (("SoftmaxV2", "LogSoftmaxV2", "LayerNorm"), ("Mul", "Cast", "Add")),
     # Any chain of elementwise ops: one vector task.

@@ -1,0 +1,134 @@
+"""The device model through the simulator: exporter-independent compilation, exact shapes,
+calibrated costs, memory (issue 10's "Done when")."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+
+import geplug
+from geplug.cli.main import main
+from geplug.device import DeviceMemoryError
+from geplug_simulator import netbuild as nb
+
+
+def _system(product: str, mode: str = "must_keep_origin_dtype", **extra: object) -> object:
+    return geplug.initialize_system(product, {"precision_mode": mode, **extra})
+
+
+def _profile(compiled: object) -> Counter[tuple[str, str, str, bool]]:
+    return Counter((d.op_type, d.engine, d.dtype, d.lowered) for d in compiled.decisions)
+
+
+@pytest.mark.requires_products("atlas_a2")
+@pytest.mark.parametrize("build", [
+    lambda style: nb.bert(layers=2, hidden=64, heads=4, seq=16, batch=2, style=style),
+    lambda style: nb.mobilenet_v2(batch=1, res=64, style=style),
+], ids=["bert", "mobilenet_v2"])
+def test_torchscript_and_dynamo_spellings_simulate_alike_with_the_same_decisions(build) -> None:
+    system = _system("atlas_a2", "allow_mix_precision_bf16")
+    dynamo = system.compile(build("dynamo"))
+    script = system.compile(build("torchscript"))
+    assert len(script.imported.nodes) > len(dynamo.imported.nodes)  # Constant/Identity/Shape
+    assert _profile(script) == _profile(dynamo)
+    assert script.simulated_time_us == pytest.approx(dynamo.simulated_time_us, rel=0.05)
+    assert script.device.graph.folded and not dynamo.device.graph.folded
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_mobilenet_v2_matrix_flops_equal_an_independent_count() -> None:
+    compiled = _system("atlas_a2").compile(nb.mobilenet_v2(batch=1, style="torchscript"))
+    assert compiled.device.cube_flops == pytest.approx(nb.mobilenet_v2_flops(1), rel=0.02)
+    assert not compiled.device.unresolved and not compiled.notes
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_a_dynamic_batch_is_costed_from_the_actual_inputs_at_run() -> None:
+    compiled = _system("atlas_a2").compile(
+        nb.mobilenet_v2(res=64, style="torchscript", dynamic_batch=True))
+    assert compiled.device.unresolved and "unresolved at compile" in compiled.notes[0]
+    compiled.run({"x": np.zeros((3, 3, 64, 64), np.float32)})
+    assert not compiled.device.unresolved
+    assert compiled.device.cube_flops == pytest.approx(nb.mobilenet_v2_flops(3, 64), rel=0.02)
+    compiled.run({"x": np.zeros((1, 3, 64, 64), np.float32)})
+    assert compiled.device.cube_flops == pytest.approx(nb.mobilenet_v2_flops(1, 64), rel=0.02)
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_an_lstms_gate_gemms_are_cube_work() -> None:
+    seq, batch, inputs, hidden = 100, 8, 256, 256
+    compiled = _system("atlas_a2").compile(nb.lstm(seq, batch, inputs, hidden))
+    expected = 2 * seq * batch * 4 * hidden * (inputs + hidden) + 2 * batch * hidden * 10
+    assert compiled.device.cube_flops == pytest.approx(expected, rel=0.02)
+    assert compiled.decision("lstm").op_type == "DynamicRNN"
+
+
+def _bert_base_width() -> onnx.ModelProto:
+    return nb.bert(layers=2, hidden=768, heads=12, seq=128, batch=8)
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_bf16_mixed_precision_halves_bert_base_width_on_atlas_a2() -> None:
+    model = _bert_base_width()
+    fp32 = _system("atlas_a2", "must_keep_origin_dtype").compile(model)
+    bf16 = _system("atlas_a2", "allow_mix_precision_bf16").compile(model)
+    assert bf16.device.compute_span_us <= 0.5 * fp32.device.compute_span_us
+
+
+@pytest.mark.requires_products("atlas_350", "atlas_a3", "atlas_a2", "atlas_train")
+def test_products_order_as_their_calibrated_figures_say() -> None:
+    model = _bert_base_width()
+    t = {p: _system(p, "allow_mix_precision").compile(model).device.compute_span_us
+         for p in ("atlas_350", "atlas_a3", "atlas_a2", "atlas_train")}
+    assert t["atlas_350"] < t["atlas_a3"] <= t["atlas_a2"] < t["atlas_train"]
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_a_batch_over_the_hbm_fails_compile_and_a_smaller_one_reports_its_memory() -> None:
+    system = _system("atlas_a2", soc_version="Ascend910B4")
+    with pytest.raises(DeviceMemoryError) as info:
+        system.compile(nb.mlp(batch=1 << 21, width=4096))
+    err = info.value
+    assert err.available_bytes == 32 << 30 and err.required_bytes > 32 << 30
+    assert "needs" in str(err) and "largest tensors live at the peak" in str(err)
+    compiled = system.compile(nb.mlp(batch=1 << 10, width=4096))
+    memory = compiled.memory.to_json()
+    assert memory["weights_bytes"] == 2 * 4096 * 4096 * 4 + 4096 * 4
+    assert 0 < memory["activation_peak_bytes"] < memory["total_bytes"] <= memory[
+        "capacity_bytes"]
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_geplug_compile_reports_memory_graph_passes_and_fusions(tmp_path, capsys) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(nb.mlp(style="torchscript"), path)
+    assert main(["compile", str(path), "--product", "atlas_a2", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["memory"]) >= {"weights_bytes", "activation_peak_bytes",
+                                   "workspace_bytes", "total_bytes", "capacity_bytes"}
+    assert data["graph"]["folded"] and data["graph"]["fusions"]
+    fused = data["graph"]["fusions"][0]
+    assert fused["name"] == "".join(fused["members"])
+    assert {op["task"] for op in data["ops"]} == {t["name"] for t in data["tasks"]}
+    assert main(["compile", str(path), "--product", "atlas_a2"]) == 0
+    out = capsys.readouterr().out
+    assert "memory: weights" in out and "fused " + fused["name"] in out
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_a_fused_task_dumps_its_external_tensors_under_the_fused_name(tmp_path) -> None:
+    from geplug.dump.reader import iter_dump_tree
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    system = _system("atlas_a2", enable_dump=True, dump_path=str(dump), dump_mode="all")
+    compiled = system.compile(nb.mlp())
+    compiled.run({"x": np.ones((4, 64), np.float32)}, step=0)
+    system.shutdown()
+    names = sorted(e.parsed.op_name for e in iter_dump_tree(dump))
+    fused = compiled.device.graph.fusions[0].name
+    assert fused in names and not set(compiled.device.graph.fusions[0].members) & set(names)
