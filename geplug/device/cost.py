@@ -190,8 +190,8 @@ def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str) -> tuple[float, 
                                                         default=1.0)
         return gemm.flops / (rate * compute.vector_efficiency * 1e12) * 1e6, cores
     eff = compute.cube_efficiency.get(dtype, 1.0)
-    tm, tn, tk = (list(compute.cube_tile) + [16, 16, 16])[:3]
-    bm, bn = (list(compute.cube_block) + [128, 256])[:2]
+    tm, tn, tk = compute.cube_tile  # lengths checked when the declaration is loaded
+    bm, bn = compute.cube_block
     mp = -(-gemm.m // tm) * tm
     np_ = -(-gemm.n // tn) * tn
     kp = -(-gemm.k // tk) * tk

@@ -9,7 +9,7 @@ dimension nobody could resolve) and its kind.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -40,6 +40,14 @@ def numel(shape: Sequence[int | None] | None) -> int:
 
 def _shape(value: Sequence[int | None] | None) -> tuple[int | None, ...] | None:
     return None if value is None else tuple(None if d is None else int(d) for d in value)
+
+
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _nodes(value: Iterable[Node]) -> tuple[Node, ...]:
+    return tuple(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -78,9 +86,9 @@ class Node:
     name: str
     op_type: str
     source_op: str = ""
-    inputs: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    inputs: tuple[str, ...] = attrs.field(converter=_names, default=())
     """Input tensor names in order ("" for an omitted optional input)."""
-    outputs: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    outputs: tuple[str, ...] = attrs.field(converter=_names, default=())
     attrs: Mapping[str, Any] = attrs.field(factory=dict)
 
 
@@ -89,10 +97,10 @@ class Graph:
     """A model as the device model sees it: nodes in a topological order, their tensors."""
 
     name: str
-    nodes: tuple[Node, ...] = attrs.field(converter=tuple)
+    nodes: tuple[Node, ...] = attrs.field(converter=_nodes)
     tensors: Mapping[str, Tensor]
-    inputs: tuple[str, ...] = attrs.field(converter=tuple, default=())
-    outputs: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    inputs: tuple[str, ...] = attrs.field(converter=_names, default=())
+    outputs: tuple[str, ...] = attrs.field(converter=_names, default=())
 
     def tensor(self, name: str) -> Tensor | None:
         """The tensor ``name`` (``None`` for an omitted input or an unknown name)."""

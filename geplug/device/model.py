@@ -162,8 +162,10 @@ def build_device_model(
                          product=product, issue_mode=issue_mode, op_classes=classes)
         for w, n in zip(works, members, strict=True):
             if w.unresolved:
-                unresolved.update(t for t in (*n.inputs, *n.outputs)
-                                  if t and not (graph.tensor(t) and graph.tensor(t).resolved))
+                for t in (*n.inputs, *n.outputs):
+                    tt = graph.tensor(t)
+                    if t and (tt is None or not tt.resolved):
+                        unresolved.add(t)
         for m in task.members:
             node_task[m] = task.name
         plans.append((task, cost, engine, dtypes[0], works))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-__all__ = ["STREAMS", "ScheduledTask", "Schedule", "schedule"]
+__all__ = ["STREAMS", "Schedule", "ScheduledTask", "schedule"]
 
 STREAMS: Mapping[str, int] = {"compute": 0, "aicpu": 1, "copy": 2, "communication": 3}
 """Stream kind -> stream id (the profiling timeline shows one row per stream)."""
@@ -62,7 +62,7 @@ def schedule(
         sid = STREAMS[stream]
         ready = max((end[d] for d in deps if d in end), default=0)
         start = max(free.get(sid, 0), ready)
-        dur = max(int(round(duration_us * 1000.0)), 0)
+        dur = max(round(duration_us * 1000.0), 0)
         free[sid] = start + dur
         end[name] = start + dur
         out.append(ScheduledTask(name=name, kind=kind, stream_id=sid, start_ns=start,

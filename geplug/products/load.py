@@ -269,6 +269,25 @@ def _check_compute(compute: Any, errors: list[tuple[str, str]]) -> None:
         value = getattr(compute, key)
         if value < 0:
             errors.append((f"compute.{key}", f"expected a number >= 0, got {value!r}"))
+    for key, length in (("cube_tile", 3), ("cube_block", 2)):
+        value = getattr(compute, key)
+        if len(value) != length or any(v < 1 for v in value):
+            errors.append((f"compute.{key}", f"expected {length} whole numbers >= 1, got "
+                           f"{list(value)!r}"))
+    for key in ("vector_bandwidth_fraction", "matrix_bandwidth_fraction",
+                "vector_efficiency"):
+        value = getattr(compute, key)
+        if not 0 < value <= 1:
+            errors.append((f"compute.{key}", f"expected a share in (0, 1], got {value!r}"))
+    for dtype, share in compute.cube_efficiency.items():
+        if not 0 < share <= 1:
+            errors.append((f"compute.cube_efficiency.{dtype}",
+                           f"expected a share in (0, 1], got {share!r}"))
+    for mode, cost in compute.task_overhead_us.items():
+        if mode not in ("graph", "single_op") or cost < 0:
+            errors.append((f"compute.task_overhead_us.{mode}", "expected an issue mode "
+                           f"'graph' or 'single_op' with a cost >= 0 us, got {mode!r} = "
+                           f"{cost!r}"))
     for table in ("cube_tflops", "vector_tflops"):
         for dtype, rate in getattr(compute, table).items():
             if dtype not in schema.DTYPES:

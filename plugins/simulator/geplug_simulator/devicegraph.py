@@ -16,9 +16,9 @@ from typing import Any
 import attrs
 import numpy as np
 import onnx
-from onnx import helper
 
 from geplug.device import Graph, Node, Tensor
+from geplug.device.ir import TensorKind
 from geplug_simulator.importer import DTYPE_NAMES, ImportedModel, TensorType
 
 __all__ = ["device_graph", "needs_probe", "probe_shapes", "with_types"]
@@ -55,8 +55,8 @@ def device_graph(imported: ImportedModel, types: Mapping[str, TensorType] | None
     tensors: dict[str, Tensor] = {}
     inputs = set(imported.inputs)
     for name, t in types.items():
-        kind = ("weight" if name in imported.initializers and name not in inputs
-                else "input" if name in inputs else "activation")
+        kind: TensorKind = ("weight" if name in imported.initializers and name not in inputs
+                            else "input" if name in inputs else "activation")
         tensors[name] = Tensor(name=name, dtype=t.dtype, shape=t.shape, kind=kind)
     nodes = []
     for node in imported.model.graph.node:
@@ -87,7 +87,7 @@ def _zeros(imported: ImportedModel) -> dict[str, np.ndarray] | None:
         np_type = _NP_OF.get(t.dtype)
         if np_type is None:
             return None
-        feeds[name] = np.zeros(t.shape, np_type)
+        feeds[name] = np.zeros(tuple(int(d or 0) for d in t.shape), np_type)
     return feeds
 
 

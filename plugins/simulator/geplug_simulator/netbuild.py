@@ -16,14 +16,18 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert", "lstm", "mlp", "mobilenet_v2", "mobilenet_v2_flops", "resnet18"]
+__all__ = ["bert", "lstm", "mlp", "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet50"]
 
 
 class _Net:
-    def __init__(self, style: str, seed: int = 0) -> None:
+    def __init__(self, style: str, seed: int = 0, weights: str = "initializer") -> None:
         if style not in ("dynamo", "torchscript"):
             raise ValueError(f"style {style!r}: expected 'dynamo' or 'torchscript'")
+        if weights not in ("initializer", "input"):
+            raise ValueError(f"weights {weights!r}: expected 'initializer' or 'input'")
         self.style = style
+        self.weights = weights
+        self.weight_inputs: list[onnx.ValueInfoProto] = []
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.rng = np.random.default_rng(seed)
@@ -35,6 +39,10 @@ class _Net:
 
     def weight(self, shape: Sequence[int], base: str = "w") -> str:
         name = self.name(base)
+        if self.weights == "input":  # shapes only: for costing models too big to hold
+            self.weight_inputs.append(helper.make_tensor_value_info(
+                name, TensorProto.FLOAT, list(shape)))
+            return name
         value = (self.rng.standard_normal(shape) * 0.02).astype(np.float32)
         self.inits.append(numpy_helper.from_array(value, name))
         return name
@@ -54,7 +62,8 @@ class _Net:
            **attrs: object) -> str:
         outs = [self.name(f"{base or op_type}_out") for _ in range(n_out)]
         self.nodes.append(helper.make_node(op_type, list(inputs), outs,
-                                           name=self.name(base or op_type), **attrs))
+                                           name=self.name(base or op_type),
+                                           **attrs))  # type: ignore[arg-type]
         return outs[0]
 
     def ident(self, x: str) -> str:
@@ -78,7 +87,8 @@ class _Net:
 
     def model(self, name: str, inputs: Sequence[onnx.ValueInfoProto],
               outputs: Sequence[onnx.ValueInfoProto]) -> onnx.ModelProto:
-        graph = helper.make_graph(self.nodes, name, list(inputs), list(outputs), self.inits)
+        graph = helper.make_graph(self.nodes, name, [*inputs, *self.weight_inputs],
+                                  list(outputs), self.inits)
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -109,10 +119,12 @@ def _gelu(n: _Net, x: str) -> str:
 
 
 def bert(layers: int = 2, hidden: int = 768, heads: int = 12, seq: int = 128, batch: int = 8,
-         style: str = "dynamo", vocab: int = 1000) -> onnx.ModelProto:
+         style: str = "dynamo", vocab: int = 1000, weights: str = "initializer"
+         ) -> onnx.ModelProto:
     """A BERT encoder (embedding gather, ``layers`` transformer blocks): BERT-base width by
-    default (hidden 768, 12 heads, FFN 4x)."""
-    n = _Net(style)
+    default (hidden 768, 12 heads, FFN 4x). ``weights="input"``: weights are graph inputs
+    of the right shapes (no values), for costing big models."""
+    n = _Net(style, weights=weights)
     dh = hidden // heads
     emb = n.op("Gather", [n.weight((vocab, hidden), "emb"), "ids"], axis=0)
     x = _layer_norm(n, n.op("Add", [emb, n.weight((seq, hidden), "pos")]), hidden)
@@ -205,6 +217,37 @@ def mobilenet_v2_flops(batch: int = 1, res: int = 224) -> float:
             cin = c
     total += 2 * 1280 * cin * size * size + 2 * 1280 * 1000
     return total * batch
+
+
+def resnet50(batch: int = 1, res: int = 224, style: str = "dynamo",
+             weights: str = "initializer") -> onnx.ModelProto:
+    """ResNet-50 v1.5 (bottleneck blocks, stride on the 3x3; BatchNorm folded)."""
+    n = _Net(style, weights=weights)
+
+    def conv(x: str, cin: int, cout: int, k: int, s: int, act: bool = True) -> str:
+        y = n.op("Conv", [x, n.weight((cout, cin, k, k)), n.weight((cout,), "b")],
+                 kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4)
+        return n.op("Relu", [y]) if act else y
+
+    x = conv("x", 3, 64, 7, 2)
+    x = n.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for width, blocks, s in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(blocks):
+            stride = s if i == 0 else 1
+            h = conv(x, cin, width, 1, 1)
+            h = conv(h, width, width, 3, stride)
+            h = conv(h, width, 4 * width, 1, 1, act=False)
+            short = x if stride == 1 and cin == 4 * width else conv(x, cin, 4 * width, 1,
+                                                                     stride, act=False)
+            x = n.op("Relu", [n.op("Add", [h, short])])
+            cin = 4 * width
+    x = n.op("Flatten", [n.op("GlobalAveragePool", [x])], axis=1)
+    n.op("Gemm", [x, n.weight((1000, 2048)), n.weight((1000,), "b")], transB=1)
+    n.nodes[-1].output[0] = "y"
+    return n.model("resnet50", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [batch, 3, res, res])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
 
 
 def resnet18(batch: int = 1, res: int = 224, style: str = "dynamo") -> onnx.ModelProto:

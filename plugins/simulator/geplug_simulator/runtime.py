@@ -21,11 +21,11 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
+from geplug.device import DeviceModel, OptimizedGraph, build_device_model, optimize
 from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.precision import NodeInfo, decide
 from geplug_simulator.compiled import CompiledModel
-from geplug.device import DeviceModel, OptimizedGraph, build_device_model, optimize
 from geplug_simulator.cost import OpCost
 from geplug_simulator.devicegraph import device_graph, needs_probe, probe_shapes, with_types
 from geplug_simulator.importer import (

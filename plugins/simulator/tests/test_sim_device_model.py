@@ -10,11 +10,11 @@ from collections import Counter
 import numpy as np
 import onnx
 import pytest
+from geplug_simulator import netbuild as nb
 
 import geplug
 from geplug.cli.main import main
 from geplug.device import DeviceMemoryError
-from geplug_simulator import netbuild as nb
 
 
 def _system(product: str, mode: str = "must_keep_origin_dtype", **extra: object) -> object:

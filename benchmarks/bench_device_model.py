@@ -1,0 +1,142 @@
+"""Validation of the device model: predictions against public measurements.
+
+Rebuilds the networks with ``onnx.helper`` (``geplug_simulator.netbuild``; big models with
+their weights as shape-only inputs) and op-level kernels with the core's cost functions,
+predicts each published figure on its product, and prints the table of
+``docs/device-model.md`` with the ratio predicted / measured, its median and its worst row.
+Target: every row within +-25% (0.80 <= ratio <= 1.25).
+
+Run: ``python benchmarks/bench_device_model.py`` (about a minute).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import Callable
+
+import attrs
+
+import geplug
+from geplug.device import Graph, Node, Tensor, build_device_model, copy_us, optimize
+from geplug.device.cost import Gemm, cube_time_us
+from geplug.plugin import get_manager
+from geplug.precision import decide
+from geplug_simulator import netbuild as nb
+from geplug_simulator.devicegraph import device_graph
+from geplug_simulator.importer import import_model
+from geplug_simulator.runtime import device_infos
+
+
+def product(name: str):  # type: ignore[no-untyped-def]
+    return get_manager().products().get(name)
+
+
+def gemm_tflops(pname: str, dtype: str, n: int = 8192) -> float:
+    """Achieved TFLOPS of an n³ GEMM (FlagPerf's computation benchmarks use large squares)."""
+    c = product(pname).compute
+    t_us, _ = cube_time_us(Gemm(1, n, n, n), c, dtype)
+    t_us += c.task_overhead_us.get("graph", c.launch_overhead_us)
+    return 2.0 * n**3 / (t_us * 1e-6) / 1e12
+
+
+def elementwise_gbps(pname: str, op: str, numel: int = 1 << 28) -> float:
+    """Achieved GB/s (bytes in + out / time) of one float32 elementwise op on ``numel``."""
+    p = product(pname)
+    x = Tensor(name="x", dtype="float32", shape=(numel,), kind="input")
+    y = Tensor(name="y", dtype="float32", shape=(numel,))
+    g = Graph(name="k", nodes=[Node(name="k", op_type=op, inputs=("x",), outputs=("y",))],
+              tensors={"x": x, "y": y}, inputs=("x",), outputs=("y",))
+    m = build_device_model(optimize(g, p.graph), p, check_memory=False)
+    return 8.0 * numel / (m.tasks[0].duration_ns * 1e-9) / 1e9
+
+
+def h2d_gbps(pname: str, nbytes: int = 1 << 30) -> float:
+    return nbytes / (copy_us(nbytes, product(pname)) * 1e-6) / 1e9
+
+
+def model_us(model, pname: str, mode: str) -> float:  # type: ignore[no-untyped-def]
+    """Device time of one forward step (weights given as inputs count as weights)."""
+    p = product(pname)
+    system = geplug.initialize_system(pname, {"precision_mode": mode})
+    imported = import_model(model)
+    graph = device_graph(imported)
+    weights = {i.name for i in model.graph.input} - {model.graph.input[0].name}
+    graph = attrs.evolve(graph, inputs=(model.graph.input[0].name,), tensors={
+        k: attrs.evolve(t, kind="weight") if k in weights else t
+        for k, t in graph.tensors.items()})
+    opt = optimize(graph, p.graph)
+    imported = attrs.evolve(imported, inputs=(model.graph.input[0].name,))
+    decisions = decide(device_infos(imported, opt), p, system.config)
+    m = build_device_model(opt, p, {d.node: d for d in decisions}, check_memory=False)
+    system.shutdown()
+    return m.compute_span_us
+
+
+def training_throughput(model, pname: str, mode: str, batch: int) -> float:  # type: ignore[no-untyped-def]
+    """Samples/s of a training step taken as 3x the forward (backward = 2 forwards)."""
+    return batch / (3.0 * model_us(model, pname, mode) * 1e-6)
+
+
+ROWS: list[tuple[str, str, str, float, str, Callable[[], float]]] = [
+    ("atlas_a2", "GEMM FP16 (TFLOPS)", "op", 313.2,
+     "FlagPerf base/benchmarks/computation-FP16/ascend/README.md",
+     lambda: gemm_tflops("atlas_a2", "float16")),
+    ("atlas_a2", "GEMM BF16 (TFLOPS)", "op", 304.0,
+     "FlagPerf base/benchmarks/computation-BF16/ascend/README.md",
+     lambda: gemm_tflops("atlas_a2", "bfloat16")),
+    ("atlas_a2", "GEMM FP32/HF32 (TFLOPS)", "op", 82.9,
+     "FlagPerf base/benchmarks/computation-FP32/ascend/README.md",
+     lambda: gemm_tflops("atlas_a2", "float32")),
+    ("atlas_a2", "GEMM INT8 (TOPS)", "op", 608.6,
+     "FlagPerf base/benchmarks/computation-INT8/ascend/README.md",
+     lambda: gemm_tflops("atlas_a2", "int8")),
+    ("atlas_a2", "torch.matmul BF16 (TFLOPS)", "op", 328.0,
+     "gameofdimension/limulidae README.md", lambda: gemm_tflops("atlas_a2", "bfloat16")),
+    ("atlas_a2", "torch.matmul FP32 (TFLOPS)", "op", 87.0,
+     "gameofdimension/limulidae README.md", lambda: gemm_tflops("atlas_a2", "float32")),
+    ("atlas_a2", "exp bandwidth (GB/s)", "op", 642.0,
+     "gameofdimension/limulidae README.md (weaker)", lambda: elementwise_gbps("atlas_a2", "Exp")),
+    ("atlas_a2", "sigmoid bandwidth (GB/s)", "op", 640.0,
+     "gameofdimension/limulidae README.md (weaker)",
+     lambda: elementwise_gbps("atlas_a2", "Sigmoid")),
+    ("atlas_a2", "host->device copy (GB/s)", "op", 24.9,
+     "FlagPerf base/toolkits/interconnect-h2d/ascend/README.md", lambda: h2d_gbps("atlas_a2")),
+    ("atlas_350", "vector-only fused op (GB/s)", "op", 1170.0,
+     "Ascend950PR guide quoted in hardware.md (weaker)",
+     lambda: elementwise_gbps("atlas_350", "Add")),
+    ("atlas_a3", "BF16 per die, rated (TFLOPS)", "rated", 376.0,
+     "CloudMatrix384 paper arXiv 2506.12708", lambda: gemm_tflops("atlas_a3", "bfloat16")),
+    ("atlas_train", "ResNet-50 v1.5 training, bs 256, mixed (img/s)", "e2e", 2115.0,
+     "mindspore-ai/docs docs/source_en/benchmark.md (r0.5, 1x Ascend 910)",
+     lambda: training_throughput(nb.resnet50(batch=256, weights="input"), "atlas_train",
+                                 "allow_mix_precision", 256)),
+    ("atlas_train", "BERT-Large training, bs 96, seq 128, mixed (sent/s)", "e2e", 269.0,
+     "mindspore-ai/docs docs/source_en/benchmark.md (r0.5, 1x Ascend 910)",
+     lambda: training_throughput(nb.bert(layers=24, hidden=1024, heads=16, seq=128, batch=96,
+                                         vocab=21128, weights="input"),
+                                 "atlas_train", "allow_mix_precision", 96)),
+]
+
+
+def main() -> int:
+    print(f"{'product':<12} {'measurement':<52} {'kind':<6} {'published':>10} "
+          f"{'predicted':>10} {'ratio':>6}  source")
+    ratios: list[tuple[float, str]] = []
+    for pname, what, kind, published, source, predict in ROWS:
+        predicted = predict()
+        ratio = predicted / published
+        ratios.append((ratio, f"{pname} {what}"))
+        flag = "" if 0.8 <= ratio <= 1.25 else "  <-- outside +-25%"
+        print(f"{pname:<12} {what:<52} {kind:<6} {published:>10.1f} {predicted:>10.1f} "
+              f"{ratio:>6.2f}  {source}{flag}")
+    values = [r for r, _ in ratios]
+    worst = max(ratios, key=lambda r: abs(r[0] - 1.0))
+    inside = sum(0.8 <= r <= 1.25 for r in values)
+    print(f"\nmedian ratio {statistics.median(values):.2f}; worst {worst[0]:.2f} ({worst[1]}); "
+          f"{inside}/{len(values)} rows within +-25%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
