@@ -16,16 +16,16 @@ import sys
 from collections.abc import Callable
 
 import attrs
+from geplug_simulator import netbuild as nb
+from geplug_simulator.devicegraph import device_graph
+from geplug_simulator.importer import import_model
+from geplug_simulator.runtime import device_infos
 
 import geplug
 from geplug.device import Graph, Node, Tensor, build_device_model, copy_us, optimize
 from geplug.device.cost import Gemm, cube_time_us
 from geplug.plugin import get_manager
 from geplug.precision import decide
-from geplug_simulator import netbuild as nb
-from geplug_simulator.devicegraph import device_graph
-from geplug_simulator.importer import import_model
-from geplug_simulator.runtime import device_infos
 
 
 def product(name: str):  # type: ignore[no-untyped-def]
