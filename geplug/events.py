@@ -26,8 +26,11 @@ __all__ = [
     "ProfileEvent",
     "RunInfo",
     "StepEvent",
+    "StepTasksEvent",
     "TaskEvent",
+    "TaskTable",
     "TensorRecord",
+    "expand_tasks",
 ]
 
 
@@ -149,6 +152,10 @@ class TaskEvent:
     output_formats: tuple[str, ...] = attrs.field(converter=_strs, default=())
     cube_fraction: float = 0.0
     """Share of the work on the cube unit (the rest is vector/scalar); feeds PMU models."""
+    in_batch: bool = False
+    """This task was also delivered inside a :class:`StepTasksEvent` of the same step; a
+    collector that consumes the batched record (the built-in one) skips it. Plugins that only
+    know per-task events read it like any other task."""
 
 
 @attrs.frozen(kw_only=True)
@@ -199,5 +206,92 @@ class MarkerEvent:
     range_id: int = 0
 
 
-ProfileEvent = TaskEvent | GraphEvent | StepEvent | ApiCall | MarkerEvent
+def _int64(values: Any) -> np.ndarray:
+    array = np.ascontiguousarray(values, dtype=np.int64)
+    array.setflags(write=False)
+    return array
+
+
+_table_keys = iter(range(1, 2**62))
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class TaskTable:
+    """The static task list of one compiled model at one input shape (built once).
+
+    A compiled model's tasks, their order, streams and modelled times do not change between
+    steps, so a backend builds this once and sends one :class:`StepTasksEvent` per step
+    instead of one :class:`TaskEvent` per task. ``tasks`` are the per-task templates (their
+    ``run`` is a placeholder and their ``start_us`` the offset from the step's first task);
+    ``offset_ns`` / ``duration_ns`` / ``wait_ns`` are the exact integer-ns times, one per task,
+    in launch order. ``key`` identifies the table (collectors cache what they derive from it).
+    """
+
+    tasks: tuple[TaskEvent, ...] = attrs.field(converter=tuple)
+    offset_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
+    duration_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
+    wait_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
+    key: int = attrs.field(factory=lambda: next(_table_keys))
+
+    def __attrs_post_init__(self) -> None:
+        n = len(self.tasks)
+        for name in ("offset_ns", "duration_ns", "wait_ns"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"TaskTable.{name} has {len(getattr(self, name))} values for "
+                                 f"{n} tasks; give one value per task")
+
+    @property
+    def span_ns(self) -> int:
+        """From the first task's start to the last task's end (0 for no task)."""
+        if not len(self.tasks):
+            return 0
+        return int((self.offset_ns + self.duration_ns).max())
+
+    @classmethod
+    def sequential(cls, tasks: Iterable[TaskEvent]) -> TaskTable:
+        """Tasks back to back on their streams in the given order (offsets from durations)."""
+        tasks = tuple(tasks)
+        dur = np.array([round(t.duration_us * 1000) for t in tasks], dtype=np.int64)
+        wait = np.array([round(t.wait_us * 1000) for t in tasks], dtype=np.int64)
+        off = np.cumsum(dur + wait) - dur
+        return cls(tasks=tasks, offset_ns=off, duration_ns=dur, wait_ns=wait)
+
+
+@attrs.frozen(kw_only=True)
+class StepTasksEvent:
+    """Every device task of one step at once (the batched record of a static task table).
+
+    Task ``i`` starts at ``start_ns + table.offset_ns[i]`` ns after ``run.time_base_us``.
+    Third-party plugins that implement ``geplug_profile`` also get each task as a
+    :class:`TaskEvent` with ``in_batch = True`` (see :func:`expand_tasks`).
+    """
+
+    kind: Literal["step_tasks"] = "step_tasks"
+    run: RunInfo
+    table: TaskTable
+    start_ns: int
+    """Start of the step's first task, integer ns after ``run.time_base_us``."""
+
+
+def expand_tasks(event: StepTasksEvent) -> Iterable[TaskEvent]:
+    """The per-task events of ``event`` (``in_batch = True``), in launch order."""
+    new, put = object.__new__, object.__setattr__
+    names = [a.name for a in attrs.fields(TaskEvent)
+             if a.name not in ("run", "start_us", "duration_us", "wait_us", "in_batch")]
+    start = event.start_ns
+    table = event.table
+    for template, off, dur, wait in zip(table.tasks, table.offset_ns.tolist(),
+                                        table.duration_ns.tolist(), table.wait_ns.tolist()):
+        task = new(TaskEvent)
+        for name in names:
+            put(task, name, getattr(template, name))
+        put(task, "run", event.run)
+        put(task, "start_us", (start + off) / 1000)
+        put(task, "duration_us", dur / 1000)
+        put(task, "wait_us", wait / 1000)
+        put(task, "in_batch", True)
+        yield task
+
+
+ProfileEvent = TaskEvent | StepTasksEvent | GraphEvent | StepEvent | ApiCall | MarkerEvent
 """Everything ``geplug_profile`` receives."""

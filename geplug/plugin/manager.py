@@ -514,6 +514,17 @@ class PluginManager:
                 errors.append(exc)
         return errors
 
+    def has_external(self, hook_name: str) -> bool:
+        """Whether a plugin that is not one of geplug's built-ins implements ``hook_name``.
+
+        Backends use it to decide whether per-task profiling events are worth building next
+        to the batched step record the built-in collectors consume.
+        """
+        return any(
+            (record := self._records.get(name)) is None or record.origin != "builtin"
+            for _, _, name in self._implementations(hook_name)
+        )
+
     def implementers(self, hook_name: str) -> list[str]:
         """Names of the plugins implementing ``hook_name``, in call order."""
         return [i.plugin_name for i in reversed(getattr(self.pm.hook, hook_name).get_hookimpls())]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 from geplug.profiling import storage
 from geplug.profiling.api_collector import ApiCollector
@@ -31,10 +32,53 @@ from geplug.profiling.step_trace import StepTraceCollector
 from geplug.profiling.task_collector import TaskCollector
 
 if TYPE_CHECKING:
-    from geplug.events import ApiCall, GraphEvent, MarkerEvent, StepEvent, TaskEvent
+    from geplug.events import (
+        ApiCall,
+        GraphEvent,
+        MarkerEvent,
+        StepEvent,
+        StepTasksEvent,
+        TaskEvent,
+        TaskTable,
+    )
     from geplug.runtime.system import System
 
 __all__ = ["ProfilingSession"]
+
+
+@attrs.frozen
+class _Prepared:
+    """What the batched path derives once from a :class:`~geplug.events.TaskTable`."""
+
+    n: int
+    rec: np.ndarray
+    """(n, 5) int64 records with the step and start shift still to add."""
+    offset_us: list[float]
+    comm: list[bool]
+    comm_idx: list[int]
+    trace_idx: list[int]
+    """The tasks step_trace must see (first/last compute, named fp/bp ops, first comm)."""
+
+    @classmethod
+    def of(cls, table: TaskTable, tasks: TaskCollector, eff: Effective) -> _Prepared:
+        sigs, comm = [], []
+        for task in table.tasks:
+            sig, is_comm = tasks.sig_of(task)
+            sigs.append(sig)
+            comm.append(is_comm)
+        n = len(sigs)
+        rec = np.zeros((n, 5), dtype=np.int64)
+        if n:
+            rec[:, 0] = sigs
+            rec[:, 2] = table.offset_ns
+            rec[:, 3] = table.duration_ns
+            rec[:, 4] = table.wait_ns
+        compute = [i for i in range(n) if not comm[i]]
+        comm_idx = [i for i in range(n) if comm[i]]
+        trace = set(comm_idx[:1]) | set(compute[:1]) | set(compute[-1:])
+        names = {eff.fp_point, eff.bp_point} - {""}
+        trace |= {i for i in compute if table.tasks[i].op.name in names}
+        return cls(n, rec, (table.offset_ns / 1000).tolist(), comm, comm_idx, sorted(trace))
 
 SLICE_BYTES = DEFAULT_SLICE_BYTES
 """Raw slice size (module attribute: tests lower it to exercise ageing)."""
@@ -93,8 +137,11 @@ class ProfilingSession:
         self.host = HostSampler(eff.host_sys, eff.host_sys_usage, eff.host_freq,
                                 log("host_sample", hdata))
         self.host.start()
+        self._tables: dict[int, _Prepared] = {}
+        """TaskTable.key -> what the batched path derived from it (bounded)."""
         self._handlers: dict[str, Callable[[Any], None]] = {
             "task": self.on_task,
+            "step_tasks": self.on_step_tasks,
             "graph": self.on_graph,
             "step": self.on_step,
             "api": self.on_api,
@@ -154,7 +201,10 @@ class ProfilingSession:
             self.steps.on_graph(ev)
 
     def on_task(self, ev: TaskEvent) -> None:
-        """A device task (the hot path: one call per op per step)."""
+        """A device task from a backend that emits one event per task (a task that was also
+        in a batched step record is skipped: it is collected from the batch)."""
+        if ev.in_batch:
+            return
         sig, comm = self.tasks.sig_of(ev)
         run_base = ev.run.time_base_us
         start = run_base + ev.start_us  # absolute (0.25 µs float resolution: aggregates only)
@@ -178,6 +228,49 @@ class ProfilingSession:
         if self.samplers:
             for _, sampler in self.samplers:
                 sampler.add(start, dur, ev.bytes_moved, comm)
+
+    def _prepared(self, table: TaskTable) -> _Prepared:
+        prep = self._tables.get(table.key)
+        if prep is None:
+            if len(self._tables) >= 256:
+                self._tables.clear()
+            prep = self._tables[table.key] = _Prepared.of(table, self.tasks, self.eff)
+        return prep
+
+    def on_step_tasks(self, ev: StepTasksEvent) -> None:
+        """Every task of a step at once (the hot path: one call per step, vectorised)."""
+        prep = self._prepared(ev.table)
+        if not prep.n:
+            return
+        run_base = ev.run.time_base_us
+        if self.record_tasks:
+            base = self.base_us
+            if base is None:
+                base = self.base_us = run_base or ev.start_ns // 1000
+            rec = prep.rec.copy()
+            rec[:, 1] = ev.run.step
+            rec[:, 2] += ((run_base - base) * 1000 + ev.start_ns if run_base
+                          else ev.start_ns - base * 1000)
+            self.tasks.tasks.extend_array(rec)
+        start0 = run_base + ev.start_ns / 1000  # absolute µs float: aggregates only
+        tasks = ev.table.tasks
+        off = prep.offset_us
+        if self.steps is not None:
+            model = ev.run.model_id
+            for i in prep.trace_idx:
+                task = tasks[i]
+                self.steps.on_task(model, task.op.name, start0 + off[i], task.duration_us,
+                                   prep.comm[i])
+        if self.comm is not None:
+            for i in prep.comm_idx:
+                task = tasks[i]
+                self.comm.on_task(task.op.name, task.op.op_type, start0 + off[i],
+                                  task.duration_us, task.bytes_moved)
+        if self.samplers:
+            for i, task in enumerate(tasks):
+                for _, sampler in self.samplers:
+                    sampler.add(start0 + off[i], task.duration_us, task.bytes_moved,
+                                prep.comm[i])
 
     @property
     def base_ns(self) -> int:

@@ -31,8 +31,11 @@ from geplug.events import (
     OpRecord,
     RunInfo,
     StepEvent,
+    StepTasksEvent,
     TaskEvent,
+    TaskTable,
     TensorRecord,
+    expand_tasks,
 )
 from geplug_simulator.importer import TensorType
 from geplug_simulator.rewrite import TensorRef, to_device
@@ -108,6 +111,8 @@ class OpPlan:
     duration_us: float
     task: tuple[tuple[str, Any], ...] = ()
     """The static fields of its ``TaskEvent`` (empty until profiling asks for them)."""
+    task_run: Any = None
+    """The placeholder ``RunInfo`` of the template (for the static task table)."""
 
 
 def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
@@ -132,10 +137,21 @@ class StepEmitter:
         self.base_us: int | None = None
         self._plans: list[OpPlan] | None = None
         self._with_tasks = False
+        self._table: TaskTable | None = None
 
     def invalidate(self) -> None:
         """Forget the plans (the op times or shapes were re-modelled)."""
         self._plans = None
+        self._table = None
+
+    def table(self) -> TaskTable:
+        """The static task table of the current plans (built once per plan set): the
+        batched per-step profiling record carries it, so a step costs one event."""
+        if self._table is None:
+            plans = self.plans(True)
+            self._table = TaskTable.sequential(
+                stamp(p.task, p.task_run, 0.0) for p in plans if p.task)
+        return self._table
 
     def plans(self, with_tasks: bool) -> list[OpPlan]:
         """The per-op plans, with profiling templates when ``with_tasks``."""
@@ -163,8 +179,9 @@ class StepEmitter:
                     output_formats=[format_of(op.op_type, len(s)) for s in out_shapes],
                     cube_fraction=cost.cube_fraction,
                 ))
-            plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task))
+            plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task, placeholder))
         self._plans, self._with_tasks = plans, with_tasks
+        self._table = None
         return plans
 
     def emit(self, step: int, feeds: Mapping[str, Any], values: Mapping[str, np.ndarray], *,
@@ -186,22 +203,37 @@ class StepEmitter:
         if prof:
             emit_profile(StepEvent(run=run, phase="begin", time_us=t))
             t = self._copies(run, t, "H2D", feeds)
-        for plan in self.plans(prof):
-            op = plan.record
-            if dump or op.name == fault:
+            table = self.table()
+            start_ns = round(t * 1000)
+            batch = StepTasksEvent(run=run, table=table, start_ns=start_ns)
+            emit_profile(batch)
+            if system.manager.has_external("geplug_profile"):
+                for task in expand_tasks(batch):  # per-task events for third-party plugins
+                    emit_profile(task)
+        if dump or fault:
+            offsets = self.table().offset_ns.tolist() if prof else None
+            t_op = t
+            for i, plan in enumerate(self.plans(prof)):
+                op = plan.record
+                if not (dump or op.name == fault):
+                    continue
+                if offsets is not None:
+                    t_op = t + offsets[i] / 1000
                 ins = self._tensors(plan.inputs, values, feeds)
                 outs = self._tensors(plan.outputs, values, feeds)
                 if dump:
                     system.emit_dump(DumpEvent(kind="data", run=run, op=op, inputs=ins,
-                                               outputs=outs, timestamp_us=base + int(t)))
+                                               outputs=outs, timestamp_us=base + int(t_op)))
                 if op.name == fault:
-                    self._raise_fault(run, op, ins, outs, base + int(t))
-            if plan.task:
-                emit_profile(stamp(plan.task, run, t))
-            t += plan.duration_us
+                    self._raise_fault(run, op, ins, outs, base + int(t_op))
+                if offsets is None:
+                    t_op += plan.duration_us
         if prof:
+            t = (start_ns + table.span_ns) / 1000
             t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs})
             emit_profile(StepEvent(run=run, phase="end", time_us=t))
+        else:
+            t += sum(p.duration_us for p in self.plans(False))
         self.clock_us = t
 
     def _copies(self, run: RunInfo, t: float, direction: str,
