@@ -25,6 +25,7 @@ __all__ = [
     "format_name",
     "mkstemp_near",
     "new_prof_name",
+    "quoted_shapes",
     "shapes_text",
     "ts_us",
     "us_to_ns",
@@ -79,6 +80,13 @@ def format_name(fmt_: str) -> str:
 def shapes_text(shapes: tuple[tuple[int, ...], ...] | list[list[int]]) -> str:
     """``((128, 256), (256, 512))`` -> ``"128,256;256,512"``; a scalar leaves an empty entry."""
     return ";".join(",".join(str(d) for d in s) for s in shapes)
+
+
+def quoted_shapes(shapes: tuple[tuple[int, ...], ...] | list[list[int]]) -> str:
+    """A shapes cell as msprof writes it: the text in literal double quotes
+    (``"128,256;256,512"``, quotes included in the value; readers strip one character at
+    each end), ``N/A`` when there are no shapes."""
+    return f'"{shapes_text(shapes)}"' if shapes else "N/A"
 
 
 def fmt_list(items: tuple[str, ...] | list[str]) -> str:

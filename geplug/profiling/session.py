@@ -23,7 +23,7 @@ from geplug.profiling.api_collector import ApiCollector
 from geplug.profiling.device_samplers import SAMPLER_ITEMS, WindowSampler
 from geplug.profiling.hccl import CommCollector
 from geplug.profiling.host_sampler import HostSampler
-from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name, write_json
+from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name, us_to_ns, write_json
 from geplug.profiling.markers import MarkerCollector
 from geplug.profiling.options import Effective
 from geplug.profiling.rawlog import DEFAULT_SLICE_BYTES, RawLog
@@ -149,6 +149,28 @@ class ProfilingSession:
         }
 
     # -- metadata ------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        """The host process id recorded with tasks and API calls."""
+        return os.getpid()
+
+    def rank_info(self) -> tuple[int, int]:
+        """(rank id, rank size) of the system (0, 1 without a rank table)."""
+        info = self.system.rank
+        rank = getattr(info, "rank_id", 0) or 0
+        size = getattr(info, "rank_size", 1) or 1
+        return int(rank), int(size)
+
+    def rank_id(self) -> int:
+        """The rank id readers see (-1 when the job has no rank)."""
+        rank = getattr(self.system.rank, "rank_id", None)
+        return -1 if rank is None else int(rank)
+
+    def link_type(self) -> str:
+        """The product's first interconnect: HCCS where declared, else PCIe."""
+        targets = [t.upper() for t in self.product.profiling.interconnect_targets]
+        return "HCCS" if "HCCS" in targets else "PCIE"
 
     def info(self) -> dict[str, Any]:
         """``info.json.{id}`` content (formats.md §6.2)."""
@@ -288,11 +310,11 @@ class ProfilingSession:
                 sampler.advance(ev.time_us)
 
     def on_api(self, ev: ApiCall) -> None:
-        """A host API call."""
-        if ev.run.time_base_us:
-            ev = attrs.evolve(ev, start_us=ev.run.time_base_us + ev.start_us)
+        """A host API call (its start kept as exact integer ns since the epoch)."""
         if self.api is not None:
-            self.api.on_call(ev)
+            base = ev.run.time_base_us
+            start_ns = base * 1000 + round(ev.start_us * 1000) if base else us_to_ns(ev.start_us)
+            self.api.on_call(ev, start_ns)
 
     def on_marker(self, ev: MarkerEvent) -> None:
         """A user marker."""

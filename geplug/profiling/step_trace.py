@@ -27,6 +27,7 @@ __all__ = [
     "HEADER",
     "StepTraceCollector",
     "check_fp_bp",
+    "write_track",
 ]
 
 HEADER = [
@@ -106,6 +107,14 @@ class StepTraceCollector:
         if not self.bp_point or name == self.bp_point:
             state["bp"], state["bpd"] = start, dur
 
+    def spans(self) -> Iterator[dict[str, Any]]:
+        """Each finished step in integer ns: step, model, fp, bp, end, prev (None = absent)."""
+        for line in self.log.lines():
+            s = json.loads(line)
+            bp = None if s["bp"] is None else us_to_ns(s["bp"]) + round(s.get("bpd", 0) * 1000)
+            yield {"step": s["step"], "model": s["model"], "fp": _ns(s["fp"]), "bp": bp,
+                   "end": _ns(s["end"]), "prev": _ns(s["prev"]), "begin": _ns(s["begin"])}
+
     def rows(self, device_id: int) -> Iterator[list[str]]:
         """The step_trace CSV rows, in step order as recorded."""
         for line in self.log.lines():
@@ -130,3 +139,24 @@ class StepTraceCollector:
                 "N/A" if s["rd"] is None else fmt(s["rd"]),
             ]
 
+
+
+def write_track(timeline: Any, steps: StepTraceCollector) -> None:
+    """The ``Step Trace`` timeline process (training_trace on): per model one thread with
+    ``Iteration {n}`` spanning the iteration, and nested in it ``Data_aug Bound {n}``
+    (previous end -> FP start), ``FP_BP Time {n}`` (FP start -> BP end) and ``Iteration
+    Refresh {n}`` (BP end -> iteration end); all from integer ns, so they nest exactly."""
+    for s in steps.spans():
+        n = s["step"] + 1
+        model = int(s["model"])
+        thread = f"Model {model}"
+        fp, bp, end, prev = s["fp"], s["bp"], s["end"], s["prev"]
+        first = prev if prev is not None else (fp if fp is not None else s["begin"])
+        args = {"Iteration ID": n, "Model ID": model}
+        timeline.span("Step Trace", model, thread, f"Iteration {n}", first, end, args)
+        if prev is not None and fp is not None and fp >= prev:
+            timeline.span("Step Trace", model, thread, f"Data_aug Bound {n}", prev, fp, args)
+        if fp is not None and bp is not None and bp >= fp:
+            timeline.span("Step Trace", model, thread, f"FP_BP Time {n}", fp, bp, args)
+        if bp is not None and end >= bp:
+            timeline.span("Step Trace", model, thread, f"Iteration Refresh {n}", bp, end, args)
