@@ -20,6 +20,7 @@ from geplug.profiling import aicpu, l2, overlap, step_trace
 from geplug.profiling import api_collector as api_mod
 from geplug.profiling import hccl as hccl_mod
 from geplug.profiling import markers as markers_mod
+from geplug.profiling.analyzer_db import write_analyzer_db
 from geplug.profiling.export_samples import CsvFile, host_files, sampler_files
 from geplug.profiling.layout import (
     ANALYZE,
@@ -145,6 +146,7 @@ def export(session: ProfilingSession) -> list[str]:
             timeline.close()
         start_ns = tasks.first_ns if tasks.first_ns is not None else int(
             session.start_time * 1e9)
+        db.add_steps(session.step_times[i:i + 3] for i in range(0, len(session.step_times), 3))
         db.add_info(npu_name=(product.soc_versions or (product.name,))[0],
                     host_uid=str(uuid.getnode()), host_name=socket.gethostname(),
                     rank_id=session.rank_id(), start_ns=start_ns,
@@ -169,16 +171,22 @@ def export(session: ProfilingSession) -> list[str]:
     if session.markers is not None:
         _write_rows(path("msprof_tx"), markers_mod.HEADER,
                     session.markers.rows(session.device_id), written)
+    analyze = os.path.join(session.root, ANALYZE)
+    comm_json = matrix_json = None
+    if session.comm is not None:
+        link = session.link_type()
+        rank, size = session.rank_info()
+        comm_json = session.comm.communication(link)
+        matrix_json = session.comm.matrix(link, rank, size)
+    written.append(write_analyzer_db(
+        os.path.join(analyze, "communication_analyzer.db"),
+        overlap.per_step(tasks.compute, tasks.comm, session.step_times), comm_json,
+        matrix_json))
     if session.comm is not None:
         _write_rows(path("communication_statistic"), hccl_mod.HEADER,
                     session.comm.statistic_rows(session.device_id), written)
-        link = session.link_type()
-        rank, size = session.rank_info()
-        analyze = os.path.join(session.root, ANALYZE)
-        _write_json(os.path.join(analyze, "communication.json"),
-                    session.comm.communication(link), written)
-        _write_json(os.path.join(analyze, "communication_matrix.json"),
-                    session.comm.matrix(link, rank, size), written)
+        _write_json(os.path.join(analyze, "communication.json"), comm_json, written)
+        _write_json(os.path.join(analyze, "communication_matrix.json"), matrix_json, written)
     for p in written:
         session.guard.register(p, ageable=False)
     return written

@@ -78,6 +78,12 @@ SCHEMA: dict[str, str] = {
                     "category INTEGER, message INTEGER, globalTid INTEGER, "
                     "endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER"),
     "AICORE_FREQ": "deviceId INTEGER, timestampNs NUMERIC, freq INTEGER",
+    "STEP_TIME": "id INTEGER, startNs INTEGER, endNs INTEGER",
+    "CONNECTION_IDS": "id INTEGER, connectionId INTEGER",
+    "PYTORCH_API": ("startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER, "
+                    "name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, "
+                    "inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, "
+                    "type INTEGER"),
     "NPU_MEM": ("type INTEGER, ddr NUMERIC, hbm NUMERIC, timestampNs INTEGER, "
                 "deviceId INTEGER"),
     "ENUM_API_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
@@ -88,7 +94,10 @@ SCHEMA: dict[str, str] = {
     "ENUM_MSTX_EVENT_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
     "ENUM_MEMCPY_OPERATION": "id INTEGER PRIMARY KEY, name TEXT",
 }
-"""Table -> column definitions (names and types as documented)."""
+"""Table -> column definitions (names and types as documented). ``STEP_TIME`` (one row per
+step: Iteration ID, start, end), ``CONNECTION_IDS`` and ``PYTORCH_API`` are the framework
+tables of torch_npu's database that msprof-analyze's recipes join against; a run without a
+framework layer leaves the last two empty (the torch profiler fills them)."""
 
 API_TYPES = {"acl": 20000, "model": 15000, "node": 10000, "communication": 5500,
              "runtime": 5000, "op": 50001, "queue": 50002, "trace": 50003, "mstx": 50004}
@@ -244,6 +253,10 @@ class MsprofDb:
     def add_comm_tasks(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """COMMUNICATION_TASK_INFO rows (16 values)."""
         self._rows("COMMUNICATION_TASK_INFO", rows, 16)
+
+    def add_steps(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        """STEP_TIME rows: (step id, startNs, endNs)."""
+        self._rows("STEP_TIME", rows, 3)
 
     def add_npu_mem(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """NPU_MEM rows: (type id, ddr bytes, hbm bytes, timestampNs, deviceId)."""

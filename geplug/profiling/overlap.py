@@ -93,3 +93,30 @@ def write_track(timeline: TimelineWriter, compute: Sequence[int],
     for tid, name in enumerate(THREADS):
         for s, e in sets[name].tolist():
             timeline.span(PROCESS, tid, name, name, s, e)
+
+
+def _covered(iv: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Covered length of sorted disjoint intervals ``iv`` on (-inf, x] for each x."""
+    if not len(iv):
+        return np.zeros(len(x), dtype=np.int64)
+    starts, ends = iv[:, 0], iv[:, 1]
+    cum = np.concatenate(([0], np.cumsum(ends - starts)))
+    k = np.searchsorted(starts, x, side="right") - 1
+    kk = np.maximum(k, 0)
+    part = np.minimum(x, ends[kk]) - starts[kk]
+    return np.where(k >= 0, cum[kk] + part, 0)
+
+
+def per_step(compute: Sequence[int], comm: Sequence[tuple[int, int]],
+             steps: Sequence[int]) -> list[tuple[int, dict[str, int]]]:
+    """Per step ``(iteration id, {thread: ns})`` for the flattened (id, begin, end) steps:
+    each interval set clipped to the step's span (what ``StepTraceTime`` holds per step)."""
+    sets = intervals(compute, comm)
+    st = np.asarray(steps, dtype=np.int64).reshape(-1, 3)
+    if not len(st):
+        return []
+    out: list[tuple[int, dict[str, int]]] = []
+    covered = {k: _covered(v, st[:, 2]) - _covered(v, st[:, 1]) for k, v in sets.items()}
+    for i, step in enumerate(st[:, 0].tolist()):
+        out.append((int(step), {k: int(v[i]) for k, v in covered.items()}))
+    return out

@@ -15,6 +15,8 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from array import array
+
 import attrs
 import numpy as np
 
@@ -54,6 +56,8 @@ class _Prepared:
     rec: np.ndarray
     """(n, 5) int64 records with the step and start shift still to add."""
     offset_us: list[float]
+    offset_ns: list[int]
+    duration_ns: list[int]
     comm: list[bool]
     comm_idx: list[int]
     trace_idx: list[int]
@@ -78,7 +82,8 @@ class _Prepared:
         trace = set(comm_idx[:1]) | set(compute[:1]) | set(compute[-1:])
         names = {eff.fp_point, eff.bp_point} - {""}
         trace |= {i for i in compute if table.tasks[i].op.name in names}
-        return cls(n, rec, (table.offset_ns / 1000).tolist(), comm, comm_idx, sorted(trace))
+        return cls(n, rec, (table.offset_ns / 1000).tolist(), table.offset_ns.tolist(),
+                   table.duration_ns.tolist(), comm, comm_idx, sorted(trace))
 
 SLICE_BYTES = DEFAULT_SLICE_BYTES
 """Raw slice size (module attribute: tests lower it to exercise ageing)."""
@@ -137,6 +142,9 @@ class ProfilingSession:
         self.host = HostSampler(eff.host_sys, eff.host_sys_usage, eff.host_freq,
                                 log("host_sample", hdata))
         self.host.start()
+        self._step_open: dict[tuple[int, int], int] = {}
+        self.step_times = array("q")
+        """Finished steps, flattened (Iteration ID, begin ns, end ns, ...)."""
         self._tables: dict[int, _Prepared] = {}
         """TaskTable.key -> what the batched path derived from it (bounded)."""
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -244,7 +252,9 @@ class ProfilingSession:
                     round(dur * 1000), round(ev.wait_us * 1000)))
             self.tasks.tasks.maybe_flush()
         if self.steps is not None:
-            self.steps.on_task(ev.run.model_id, ev.op.name, start, dur, comm)
+            start_ns = run_base * 1000 + round(ev.start_us * 1000) if run_base \
+                else us_to_ns(ev.start_us)
+            self.steps.on_task(ev.run.model_id, ev.op.name, start_ns, round(dur * 1000), comm)
         if comm and self.comm is not None:
             self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved)
         if self.samplers:
@@ -275,14 +285,15 @@ class ProfilingSession:
                           else ev.start_ns - base * 1000)
             self.tasks.tasks.extend_array(rec)
         start0 = run_base + ev.start_ns / 1000  # absolute µs float: aggregates only
+        start0_ns = run_base * 1000 + ev.start_ns
         tasks = ev.table.tasks
         off = prep.offset_us
         if self.steps is not None:
             model = ev.run.model_id
             for i in prep.trace_idx:
                 task = tasks[i]
-                self.steps.on_task(model, task.op.name, start0 + off[i], task.duration_us,
-                                   prep.comm[i])
+                self.steps.on_task(model, task.op.name, start0_ns + prep.offset_ns[i],
+                                   prep.duration_ns[i], prep.comm[i])
         if self.comm is not None:
             for i in prep.comm_idx:
                 task = tasks[i]
@@ -300,11 +311,20 @@ class ProfilingSession:
         return (self.base_us or 0) * 1000
 
     def on_step(self, ev: StepEvent) -> None:
-        """A step boundary."""
+        """A step boundary (kept as integer ns for STEP_TIME and the per-step overlap)."""
+        base = ev.run.time_base_us
+        ns = base * 1000 + round(ev.time_us * 1000) if base else us_to_ns(ev.time_us)
+        key = (ev.run.model_id, ev.run.step)
+        if ev.phase == "begin":
+            self._step_open[key] = ns
+        else:
+            begin = self._step_open.pop(key, None)
+            if begin is not None:
+                self.step_times.extend((ev.run.step + 1, begin, ns))
         if ev.run.time_base_us:
             ev = attrs.evolve(ev, time_us=ev.run.time_base_us + ev.time_us)
         if self.steps is not None:
-            self.steps.on_step(ev)
+            self.steps.on_step(ev, ns)
         if ev.phase == "end":
             for _, sampler in self.samplers:
                 sampler.advance(ev.time_us)

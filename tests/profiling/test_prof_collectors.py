@@ -102,8 +102,15 @@ def test_hccl_link_type_is_the_products_interconnect(manager, tmp_path, product)
 
 
 def test_hccl_off_leaves_analyze_empty_and_no_communication_track(manager, tmp_path):
+    import sqlite3
+
     run(manager, tmp_path)
-    assert os.listdir(os.path.join(prof_dir(tmp_path), "analyze")) == []
+    # only the analysis database (per-step overlap) with empty communication tables
+    analyze = os.path.join(prof_dir(tmp_path), "analyze")
+    assert os.listdir(analyze) == ["communication_analyzer.db"]
+    conn = sqlite3.connect(os.path.join(analyze, "communication_analyzer.db"))
+    assert conn.execute("SELECT COUNT(*) FROM CommAnalyzerTime").fetchone() == (0,)
+    assert conn.execute("SELECT COUNT(*) FROM StepTraceTime").fetchone() == (3,)
     procs = {e["args"]["name"] for e in timeline(tmp_path) if e["name"] == "process_name"}
     assert "Communication" not in procs
 
