@@ -215,6 +215,10 @@ def _int64(values: Any) -> np.ndarray:
 _table_keys = iter(range(1, 2**62))
 
 
+def _task_tuple(values: Iterable[TaskEvent]) -> tuple[TaskEvent, ...]:
+    return tuple(values)
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class TaskTable:
     """The static task list of one compiled model at one input shape (built once).
@@ -227,7 +231,7 @@ class TaskTable:
     in launch order. ``key`` identifies the table (collectors cache what they derive from it).
     """
 
-    tasks: tuple[TaskEvent, ...] = attrs.field(converter=tuple)
+    tasks: tuple[TaskEvent, ...] = attrs.field(converter=_task_tuple)
     offset_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
     duration_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
     wait_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
@@ -254,7 +258,8 @@ class TaskTable:
         dur = np.array([round(t.duration_us * 1000) for t in tasks], dtype=np.int64)
         wait = np.array([round(t.wait_us * 1000) for t in tasks], dtype=np.int64)
         off = np.cumsum(dur + wait) - dur
-        return cls(tasks=tasks, offset_ns=off, duration_ns=dur, wait_ns=wait)
+        task_list: Any = tasks  # the converter's input type confuses mypy's attrs plugin
+        return cls(tasks=task_list, offset_ns=off, duration_ns=dur, wait_ns=wait)
 
 
 @attrs.frozen(kw_only=True)
@@ -281,7 +286,8 @@ def expand_tasks(event: StepTasksEvent) -> Iterable[TaskEvent]:
     start = event.start_ns
     table = event.table
     for template, off, dur, wait in zip(table.tasks, table.offset_ns.tolist(),
-                                        table.duration_ns.tolist(), table.wait_ns.tolist()):
+                                        table.duration_ns.tolist(), table.wait_ns.tolist(),
+                                        strict=True):
         task = new(TaskEvent)
         for name in names:
             put(task, name, getattr(template, name))

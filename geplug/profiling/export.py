@@ -146,7 +146,8 @@ def export(session: ProfilingSession) -> list[str]:
             timeline.close()
         start_ns = tasks.first_ns if tasks.first_ns is not None else int(
             session.start_time * 1e9)
-        db.add_steps(session.step_times[i:i + 3] for i in range(0, len(session.step_times), 3))
+        st = session.step_times.tolist()
+        db.add_steps((st[i], st[i + 1], st[i + 2]) for i in range(0, len(st), 3))
         db.add_info(npu_name=(product.soc_versions or (product.name,))[0],
                     host_uid=str(uuid.getnode()), host_name=socket.gethostname(),
                     rank_id=session.rank_id(), start_ns=start_ns,

@@ -167,7 +167,7 @@ class MsprofDb:
             self.conn.executemany("INSERT INTO META_DATA VALUES (?, ?)", [
                 ("SCHEMA_VERSION", SCHEMA_VERSION),
                 *((f"SCHEMA_VERSION_{part}", v) for part, v in
-                  zip(("MAJOR", "MINOR", "MICRO"), SCHEMA_VERSION.split("."))),
+                  zip(("MAJOR", "MINOR", "MICRO"), SCHEMA_VERSION.split("."), strict=True)),
             ])
         except BaseException:
             self.abort()

@@ -12,10 +12,9 @@ import socket
 import time
 import uuid
 import warnings
+from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from array import array
 
 import attrs
 import numpy as np

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from geplug.errors import ProfilingError
-from geplug.profiling.layout import fmt, fmt_ns, us_to_ns
+from geplug.profiling.layout import fmt_ns, us_to_ns
 from geplug.profiling.rawlog import RawLog
 
 if TYPE_CHECKING:

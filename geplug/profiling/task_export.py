@@ -56,7 +56,8 @@ def _csv_line(cells: list[str]) -> str:
 
 
 def _t(ns: int) -> str:
-    return "%d.%03d" % divmod(ns, 1000)
+    whole, frac = divmod(ns, 1000)
+    return f"{whole}.{frac:03d}"
 
 
 class _Sig:
@@ -188,7 +189,7 @@ class TaskPass:
                 kid = self._pmu_key[key] = len(self._pmu_key)
                 sid = self.db.sid
                 self.db.pmu_keys([(kid, sid(name), float(v) * factor)
-                                  for (name, factor), v in zip(self._pmu_names, values)
+                                  for (name, factor), v in zip(self._pmu_names, values, strict=True)
                                   if v != NA])
         return text, kid
 
@@ -219,6 +220,8 @@ class TaskPass:
         if db is not None:
             db.begin_pmu()
         tid_of_host = (s.pid << 32) | LAUNCH_TID
+        flow_start = ('{"ph":"s","name":"HostToDevice","cat":"HostToDevice","id":"%d",'
+                      f'"pid":{PIDS["CANN"]},"tid":{LAUNCH_TID},' + '"ts":"%s"}')
         for chunk in s.tasks.tasks.chunks():
             sig_l = chunk[:, 0].tolist()
             step_l = chunk[:, 1].tolist()
@@ -277,8 +280,7 @@ class TaskPass:
                                             step_l[i]))
                     lts = _t(ls)
                     emit(info.launch % (lts, repr(ln / 1000), conn))
-                    emit('{"ph":"s","name":"HostToDevice","cat":"HostToDevice","id":"%d",'
-                         '"pid":%d,"tid":%d,"ts":"%s"}' % (conn, PIDS["CANN"], LAUNCH_TID, lts))
+                    emit(flow_start % (conn, lts))
                     if self.hccl or not comm:
                         emit(info.flow_end % (conn, ts))
                     if text:
@@ -297,13 +299,13 @@ class TaskPass:
                             if du > sv[3]:
                                 sv[3] = du
                 if db is not None:
-                    db_tasks.append((st, end, self.device_id, conn, gid, s.pid) + info.db_task)
+                    db_tasks.append((st, end, self.device_id, conn, gid, s.pid, *info.db_task))
                     db_api.append((ls, ls + ln, API_TYPES["node"], tid_of_host, conn,
                                    db.sid(LAUNCH_NAME)))
                     if comm:
                         self._db_comm(info, gid, st, end)
                     else:
-                        db_compute.append((info.db_compute[0], gid) + info.db_compute[1:])
+                        db_compute.append((info.db_compute[0], gid, *info.db_compute[1:]))
                 if comm:
                     self.comm.append((st, end))
                 else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import re
 import sqlite3
@@ -89,7 +90,7 @@ def test_each_task_has_its_launch_in_cann_api_by_connection_id(manager, tmp_path
     assert len(pairs) == 5 * 3
     assert all(ls < le <= ts + 1 for ls, le, ts in pairs)
     ends = sorted(pairs)
-    assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False))  # one host thread
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ends))  # one host thread
 
 
 def test_pmu_values_are_per_task_with_times_in_ns(manager, tmp_path):

@@ -3,6 +3,7 @@ step tracks (checked with the independent importer rules of ``trace_check``)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
 from prof_helpers import OPS, make_system, timeline
@@ -40,7 +41,7 @@ def test_back_to_back_kernels_with_odd_ns_durations_are_all_kept(manager, tmp_pa
     assert len(kernels) == len(durations) * 4
     assert sorted(k.end - k.start for k in kernels) == sorted(durations * 4)
     ordered = sorted(kernels, key=lambda k: k.start)
-    assert all(a.end == b.start for a, b in zip(ordered, ordered[1:], strict=False)
+    assert all(a.end == b.start for a, b in itertools.pairwise(ordered)
                if b.name != "op0")  # exactly back to back, never 1 ns inside
 
 
