@@ -244,10 +244,12 @@ class TaskTable:
                 raise ValueError(f"TaskTable.{name} has {len(getattr(self, name))} values for "
                                  f"{n} tasks; give one value per task")
 
-    @property
-    def span_ns(self) -> int:
-        """From the first task's start to the last task's end (0 for no task)."""
-        if not len(self.tasks):
+    span_ns: int = attrs.field(init=False)
+    """From the first task's start to the last task's end (0 for no task)."""
+
+    @span_ns.default
+    def _span(self) -> int:
+        if not len(self.offset_ns):
             return 0
         return int((self.offset_ns + self.duration_ns).max())
 

@@ -134,6 +134,7 @@ class PluginManager:
         """plugin name -> its entry-point target (to explain a disabled or skipped plugin)."""
         self._static: dict[str, StaticInfo] = {}
         self._impls: dict[str, tuple[int, list[_Impl]]] = {}
+        self._external: dict[str, tuple[int, bool]] = {}
         """hook name -> (pluggy generation, implementations) for :meth:`call_each`."""
         self._registry: ProductRegistry | None = None
         self._declared: dict[str, tuple[str, ...]] = {}
@@ -520,10 +521,17 @@ class PluginManager:
         Backends use it to decide whether per-task profiling events are worth building next
         to the batched step record the built-in collectors consume.
         """
-        return any(
+        generation = getattr(self.pm, "generation", None)
+        cached = self._external.get(hook_name)
+        if cached is not None and generation is not None and cached[0] == generation:
+            return cached[1]
+        found = any(
             (record := self._records.get(name)) is None or record.origin != "builtin"
             for _, _, name in self._implementations(hook_name)
         )
+        if generation is not None:
+            self._external[hook_name] = (generation, found)
+        return found
 
     def implementers(self, hook_name: str) -> list[str]:
         """Names of the plugins implementing ``hook_name``, in call order."""

@@ -320,13 +320,12 @@ class ProfilingSession:
             begin = self._step_open.pop(key, None)
             if begin is not None:
                 self.step_times.extend((ev.run.step + 1, begin, ns))
-        if ev.run.time_base_us:
-            ev = attrs.evolve(ev, time_us=ev.run.time_base_us + ev.time_us)
         if self.steps is not None:
             self.steps.on_step(ev, ns)
-        if ev.phase == "end":
+        if ev.phase == "end" and self.samplers:
+            absolute = base + ev.time_us
             for _, sampler in self.samplers:
-                sampler.advance(ev.time_us)
+                sampler.advance(absolute)
 
     def on_api(self, ev: ApiCall) -> None:
         """A host API call (its start kept as exact integer ns since the epoch)."""
