@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from geplug.errors import CapabilityError
+from geplug.products.coherence import did_you_mean
 from geplug.products.load import Declaration, build_product, merge_over_base
 from geplug.products.schema import Product
 
@@ -66,8 +67,9 @@ def assemble(collected: Collected, providers: Mapping[str, str]) -> Assembly:
             if decl.extends not in by_name:
                 raise CapabilityError(
                     f"{decl.path!r}: product.extends: expected an installed product, got "
-                    f"{decl.extends!r} (not installed, or its plugin was skipped); "
-                    "install the plugin that declares it",
+                    f"{decl.extends!r} (not installed, or its plugin was skipped)"
+                    f"{did_you_mean(decl.extends, by_name)} Install the plugin that declares "
+                    "it, or name an installed product (`geplug products`)",
                     path=decl.path, key="product.extends",
                 )
             base = resolve(by_name[decl.extends], (*chain, decl.name))
