@@ -17,6 +17,7 @@ __all__ = ["COMMANDS", "main"]
 
 COMMANDS: tuple[str, ...] = (
     "geplug.cli.products",
+    "geplug.cli.card_cmds",
     "geplug.cli.config_cmds",
     "geplug.cli.sim_cmds",
     "geplug.cli.dump_cmds",

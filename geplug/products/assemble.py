@@ -31,6 +31,8 @@ class Assembly:
     """plugin name -> the products it declares."""
     failed_plugin: str = ""
     reason: str = ""
+    error: CapabilityError | None = None
+    """The error that made :attr:`failed_plugin` fail (every key path in ``errors``)."""
 
 
 def find_conflict(collected: Collected) -> tuple[str, str, str] | None:
@@ -83,7 +85,8 @@ def assemble(collected: Collected, providers: Mapping[str, str]) -> Assembly:
         try:
             product = build_product(resolve(decl, ()))
         except CapabilityError as exc:
-            return Assembly(failed_plugin=plugin_name, reason=f"invalid capabilities: {exc}")
+            return Assembly(failed_plugin=plugin_name, reason=f"invalid capabilities: {exc}",
+                            error=exc)
         products[decl.name] = attrs.evolve(
             product, extends=decl.extends, source_path=decl.path,
             distribution=providers.get(plugin_name, ""),

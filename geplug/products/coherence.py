@@ -189,7 +189,7 @@ def _profiling(p: Product, errors: Errors) -> None:
                            f"{did_you_mean(name, FREQUENCY_OPTIONS)}"))
         elif prof.frequencies[name].min < 1:
             errors.append((f"profiling.frequencies.{name}.min", "expected a minimum >= 1 Hz "
-                           f"(options.md §3.3 ranges start at 1), got {prof.frequencies[name].min}"))
+                           f"(sampling ranges start at 1), got {prof.frequencies[name].min}"))
     has_freq = "instr_profiling_freq" in prof.frequencies
     if has_freq != (prof.instr_profiling == "frequency"):
         errors.append(("profiling.instr_profiling", f"expected 'frequency' exactly when "
