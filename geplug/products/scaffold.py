@@ -186,7 +186,7 @@ def geplug_capabilities() -> list[Declaration]:
     return [declare(files("{package}") / "capabilities.toml")]
 ''',
         f"{package}/capabilities.toml": capabilities_text(name, base),
-        f"tests/{test_name}": f'''"""The {name} card passes geplug's conformance suite (plain `pytest`)."""
+        f"tests/{test_name}": f'''"""Conformance of the {name} card (plain `pytest`)."""
 
 from __future__ import annotations
 
