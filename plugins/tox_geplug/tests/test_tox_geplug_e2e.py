@@ -1,0 +1,46 @@
+"""End to end: a scratch project's `tox` builds one environment per product, passes, and
+picks up an edit to a local plugin on the next run (no `tox -r`).
+
+It creates three virtual environments with the simulator's dependencies (~2-3 minutes on
+two cores, from pip's cache or index), so it runs where GEPLUG_TOX_E2E=1 (the `tox_geplug`
+tox environment of this repository) and is skipped elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tox_geplug_scratch import PRODUCTS, make_project
+
+pytestmark = pytest.mark.skipif(os.environ.get("GEPLUG_TOX_E2E") != "1",
+                                reason="set GEPLUG_TOX_E2E=1 to run the 2-3 minute tox run")
+
+
+def _tox(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tox", *args], cwd=project,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_tox_runs_every_product_and_picks_up_a_local_plugin_edit(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "project")
+    first = _tox(project)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    for name in PRODUCTS:
+        assert f"{name}: OK" in first.stdout
+    seen = project / "seen" / "atlas_350.txt"
+    before = seen.read_text(encoding="utf-8")
+    toml = project / "plugins" / "atlas_350" / "geplug_atlas_350" / "capabilities.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert f'display_name = "{before}"' in text
+    toml.write_text(text.replace(f'display_name = "{before}"',
+                                 'display_name = "Atlas 350 (edited locally)"'),
+                    encoding="utf-8")
+    second = _tox(project)
+    assert second.returncode == 0, second.stdout[-4000:]
+    assert seen.read_text(encoding="utf-8") == "Atlas 350 (edited locally)"
+    assert "geplug-reinstall" in second.stdout  # only the edited plugin was reinstalled
+    assert second.stdout.count("geplug-reinstall") == 1
