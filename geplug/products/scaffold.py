@@ -164,6 +164,10 @@ include = ["{package}*"]
 
 [tool.setuptools.package-data]
 {package} = ["capabilities.toml", "py.typed"]
+
+[tool.pytest.ini_options]
+# geplug's pytest plugin is opt-in: the conformance suite needs it.
+addopts = "-p geplug.testing"
 ''',
         f"{package}/__init__.py": f'"""The {name} card for geplug (a variant of {base.name})."""\n',
         f"{package}/py.typed": "",

@@ -19,7 +19,7 @@ from geplug.products.load import merge_over_base
 from geplug.products.scaffold import capabilities_text
 from geplug.testing.plugin import require_product
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 def _card(tmp_path: Path, body: str, name: str = "capabilities.toml") -> Path:
@@ -166,7 +166,7 @@ def test_lower_case_soc_warns_about_real_spelling(tmp_path: Path,
     assert code == 0 and "'acme-b9' is not spelled like the real stack" in text
 
 
-@pytest.mark.requires_products("example_card")
+@pytest.mark.geplug_requires_products("example_card")
 def test_describe_diff_shows_only_overridden_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["describe", "example_card", "--diff"]) == 0
     out = capsys.readouterr().out
@@ -222,14 +222,14 @@ def geplug_capabilities():
 
 
 def test_an_incomplete_card_is_refused_by_every_command_alike(
-        fake_distribution, fresh_manager, tmp_path: Path,
+        geplug_fake_distribution, geplug_fresh_manager, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     """check, compile, run and the conformance suite all see one truth: no such product,
     because the plugin was skipped at load naming the missing PMU block."""
     from geplug.plugin import PluginManager, reset_manager
 
     body = CARD + '[profiling]\naic_metrics = ["PipeUtilization", "Extra"]\n'
-    fake_distribution("acme-card", entry_points={"acme_card": "acme_card.hooks"},
+    geplug_fake_distribution("acme-card", entry_points={"acme_card": "acme_card.hooks"},
                       files={"acme_card/__init__.py": "", "acme_card/hooks.py": HOOKS,
                              "acme_card/capabilities.toml": body})
     manager = PluginManager().load()

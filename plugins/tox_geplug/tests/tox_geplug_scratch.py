@@ -20,11 +20,12 @@ def test_the_environment_holds_exactly_its_product():
     assert geplug.installed_products().names() == [os.environ["GEPLUG_PRODUCTS"]]
 
 
-def test_record_the_product_seen(tmp_path_factory):
-    product = geplug.get_product(os.environ["GEPLUG_PRODUCTS"])
-    out = os.path.join(os.environ["SEEN_DIR"], product.name + ".txt")
+def test_record_the_product_seen(geplug_product):
+    """geplug's pytest plugin parametrises over the selected product only."""
+    assert geplug_product.name == os.environ["GEPLUG_PRODUCTS"]
+    out = os.path.join(os.environ["SEEN_DIR"], geplug_product.name + ".txt")
     with open(out, "w", encoding="utf-8") as fh:
-        fh.write(product.display_name)
+        fh.write(geplug_product.display_name)
 '''
 
 
@@ -51,6 +52,6 @@ skip_install = true
 deps = pytest
 pass_env = PIP_*
 set_env = SEEN_DIR = {{toxinidir}}/seen
-commands = pytest -q -p no:cacheprovider tests {{posargs}}
+commands = pytest -q -p no:cacheprovider -p geplug.testing tests {{posargs}}
 """, encoding="utf-8")
     return root
