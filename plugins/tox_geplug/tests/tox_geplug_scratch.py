@@ -1,57 +1,42 @@
-"""A scratch downstream project for the tox-geplug tests (the one docs/testing-your-project.md
-walks through): three products, geplug's packages from this checkout, one local plugin."""
+"""The example project of docs/testing-your-project.md, written from that page's code blocks
+(so the documentation is what the tests run), with geplug's packages taken from this
+checkout and atlas_350's plugin as a local copy (to edit)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
+DOC = REPO / "docs" / "testing-your-project.md"
 PRODUCTS = ("atlas_train", "atlas_a2", "atlas_350")
-
-TEST = '''"""The project's own tests, run once per simulated product."""
-
-import os
-
-import geplug
+_BLOCK = re.compile(r"^```\w+ file=(?P<path>\S+)\n(?P<body>.*?)^```$", re.M | re.S)
 
 
-def test_the_environment_holds_exactly_its_product():
-    assert geplug.installed_products().names() == [os.environ["GEPLUG_PRODUCTS"]]
-
-
-def test_record_the_product_seen(geplug_product):
-    """geplug's pytest plugin parametrises over the selected product only."""
-    assert geplug_product.name == os.environ["GEPLUG_PRODUCTS"]
-    out = os.path.join(os.environ["SEEN_DIR"], geplug_product.name + ".txt")
-    with open(out, "w", encoding="utf-8") as fh:
-        fh.write(geplug_product.display_name)
-'''
+def doc_files() -> dict[str, str]:
+    """Relative path -> text of every ``file=`` code block of the page."""
+    return {m["path"]: m["body"] for m in _BLOCK.finditer(DOC.read_text(encoding="utf-8"))}
 
 
 def make_project(root: Path) -> Path:
-    """Write the project under ``root``; atlas_350's plugin is a local copy (to edit)."""
+    """Write the documented project under ``root`` and point it at this checkout."""
     root.mkdir(parents=True, exist_ok=True)
+    for rel, text in doc_files().items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     local = root / "plugins" / "atlas_350"
     shutil.copytree(REPO / "plugins" / "atlas_350", local, ignore=shutil.ignore_patterns(
         "*.egg-info", "build", "__pycache__", "tests"))
-    (root / "seen").mkdir()
-    (root / "tests").mkdir()
-    (root / "tests" / "test_on_products.py").write_text(TEST, encoding="utf-8")
-    (root / "tox.ini").write_text(f"""[tox]
-geplug_products = {", ".join(PRODUCTS)}
-geplug_packages =
-    geplug = {REPO}
-    geplug-simulator = {REPO / "plugins" / "simulator"}
-    geplug-atlas-train = {REPO / "plugins" / "atlas_train"}
-    geplug-atlas-a2 = {REPO / "plugins" / "atlas_a2"}
-    atlas_350 = ./plugins/atlas_350
-
-[testenv]
-skip_install = true
-deps = pytest
-pass_env = PIP_*
-set_env = SEEN_DIR = {{toxinidir}}/seen
-commands = pytest -q -p no:cacheprovider -p geplug.testing tests {{posargs}}
-""", encoding="utf-8")
+    sources = "\n".join(f"    {name} = {path}" for name, path in (
+        ("geplug", REPO), ("geplug-simulator", REPO / "plugins" / "simulator"),
+        ("geplug-atlas-train", REPO / "plugins" / "atlas_train"),
+        ("geplug-atlas-a2", REPO / "plugins" / "atlas_a2"),
+        ("atlas_350", "./plugins/atlas_350")))
+    ini = root / "tox.ini"
+    text = ini.read_text(encoding="utf-8")
+    ini.write_text(text.replace("[testenv]", f"geplug_packages =\n{sources}\n\n[testenv]", 1)
+                   .replace("skip_install = true", "skip_install = true\npass_env = PIP_*", 1),
+                   encoding="utf-8")
     return root
