@@ -46,6 +46,11 @@ class _HelpFormatter(argparse.HelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
                              break_long_words=False)
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("example"):  # example lines are kept as written
+            return "".join(indent + line for line in text.splitlines(True))
+        return super()._fill_text(text, width, indent)
+
     def _format_action_invocation(self, action: argparse.Action) -> str:
         if action.dest == "atc":
             return ATC_FORM
@@ -70,6 +75,10 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=_check_cmd)
 
     p = subparsers.add_parser("resolve", help="show the effective values and their sources",
+                              description="Show the value every option takes on the product "
+                                          "and where it comes from: user, product default, "
+                                          "run-mode default, front-end default, environment "
+                                          "or built-in default.",
                               formatter_class=_HelpFormatter)
     _inputs(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
