@@ -104,3 +104,36 @@ def test_overflow_warning_is_importable_from_errors_with_one_line(
             system.compile(_model()).run({"x": X}, step=0)
     messages = [str(w.message) for w in caught if w.category is OverflowWarning]
     assert messages and all("\n" not in m for m in messages)
+
+
+def _cli_run(tmp_path: Any, options: str, capsys: pytest.CaptureFixture[str]) -> str:
+    import onnx
+
+    from geplug.cli.main import main
+
+    model = tmp_path / "m.onnx"
+    onnx.save(_model(), str(model))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(options)
+    assert main(["run", str(model), "--product", "atlas_a2", "--config", str(cfg)]) == 0
+    return capsys.readouterr().out
+
+
+def test_run_says_outputs_are_nonfinite_and_how_to_find_the_op(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _cli_run(tmp_path, 'precision_mode = "allow_fp32_to_fp16"\n', capsys)
+    assert "non-finite outputs y: set enable_dump_debug = true" in out
+
+
+def test_run_with_dump_debug_names_the_op_where_it_starts(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "d").mkdir()
+    out = _cli_run(tmp_path, f'precision_mode = "allow_fp32_to_fp16"\nenable_dump_debug = true\n'
+                             f'dump_path = "{tmp_path / "d"}"\n', capsys)
+    assert "non-finite outputs y: the overflow starts at fc1 (MatMulV2)" in out
+
+
+def test_run_says_its_time_is_device_time(tmp_path: Any,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = _cli_run(tmp_path, 'precision_mode = "must_keep_origin_dtype"\n', capsys)
+    assert "us per step (device only;" in out and "non-finite" not in out
