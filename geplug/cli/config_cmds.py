@@ -274,8 +274,15 @@ def _export_cmd(args: argparse.Namespace) -> int:
         _print_problems(unique([*warnings, *report.problems]), sys.stderr)
         print(f"geplug: wrote {args.out}", file=sys.stderr)
         return EXIT_OK
-    # on stdout the text's "#" comments already say what was left out and why: once
+    # on stdout the text's "#" comments say what was left out and why; stderr names them once
     _print_problems(unique([*warnings, *(p for p in report.problems
                                          if p.option not in left_out)]), sys.stderr)
+    if left_out:
+        from geplug.config.export import TARGET_NAMES, _target
+
+        names = [p.option for p in report.problems if p.option in left_out]
+        print(f"geplug: not exported to {TARGET_NAMES[_target(args.to)]}: "
+              f"{', '.join(dict.fromkeys(names))} (the # comments say why and where instead)",
+              file=sys.stderr)
     sys.stdout.write(report.text)
     return EXIT_OK
