@@ -158,6 +158,8 @@ class MsprofDb:
             self.conn = sqlite3.connect(self.tmp, isolation_level=None)
             self.conn.execute("PRAGMA journal_mode = OFF")
             self.conn.execute("PRAGMA synchronous = OFF")
+            self.conn.execute("PRAGMA temp_store = FILE")  # temp tables on disk, not in RAM
+            self.conn.execute("PRAGMA cache_size = -16384")  # 16 MB page cache
             self.conn.execute("BEGIN")
             for table, columns in SCHEMA.items():
                 self.conn.execute(f"CREATE TABLE {table} ({columns})")
@@ -231,8 +233,9 @@ class MsprofDb:
         """Expand the keyed PMU values into TASK_PMU_INFO."""
         c = self.conn
         c.execute("CREATE INDEX temp.pmu_key_k ON pmu_key (k)")
+        # pmu_task is in globalTaskId order already: no sort (bounded memory)
         c.execute("INSERT INTO TASK_PMU_INFO SELECT t.gid, p.name, p.value FROM "
-                  "temp.pmu_task t JOIN temp.pmu_key p ON p.k = t.k ORDER BY t.gid")
+                  "temp.pmu_task t JOIN temp.pmu_key p ON p.k = t.k")
         c.execute("DROP TABLE temp.pmu_task")
         c.execute("DROP TABLE temp.pmu_key")
 

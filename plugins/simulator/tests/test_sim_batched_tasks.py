@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import sqlite3
 
@@ -53,7 +54,7 @@ def test_without_third_party_profile_plugins_no_per_task_event_is_built(tmp_path
 
     monkeypatch.setattr(emit_mod, "expand_tasks", counting)
     cfg = {"profiling_mode": True,
-           "profiling_options": '{"output": "%s", "task_time": "l1"}' % tmp_path}
+           "profiling_options": json.dumps({"output": str(tmp_path), "task_time": "l1"})}
     with geplug.initialize_system(any_product().name, cfg) as system:
         assert not system.manager.has_external("geplug_profile")
         model = system.compile(overflow_model())
