@@ -261,8 +261,8 @@ def plan(topo: Topology, kind: str, nbytes: float, settings: HcclSettings, *,
                       for i in range(dist) if i + dist < m)
         tree.append(Phase(flows, 1, "tree"))
     if kind == "broadcast":
-        scatter = _root_phase(servers, root_place.local, nbytes / k, out=True)
-        return name, tree + scatter + _level0(topo, servers, nbytes / k, "ag")
+        scatters = _root_phase(servers, root_place.local, nbytes / k, out=True)
+        return name, tree + scatters + _level0(topo, servers, nbytes / k, "ag")
     gather = _root_phase(servers, root_place.local, nbytes / k, out=False)
     return name, _level0(topo, servers, nbytes / k, "rs") + tree[::-1] + gather
 
@@ -299,15 +299,15 @@ def _phase_time(topo: Topology, phase: Phase, faults: Faults, efficiency: float,
             key = (f.src, route.link)
             busy[key] = max(busy.get(key, 0.0), transfer)
             rc = out[f.src]
-            link = rc.links.setdefault(route.link, [0.0, 0.0])
-            link[0] += f.nbytes * phase.repeat
+            used = rc.links.setdefault(route.link, [0.0, 0.0])
+            used[0] += f.nbytes * phase.repeat
             peer = rc.peers.setdefault(f.dst, [route.link, 0.0, 0.0])
             peer[1] = float(peer[1]) + f.nbytes * phase.repeat  # type: ignore[arg-type]
             peer[2] = float(peer[2]) + transfer * phase.repeat  # type: ignore[arg-type]
     if out is not None:
         longest: dict[int, float] = {}
-        for (rank, link), t in busy.items():
-            out[rank].links[link][1] += t * phase.repeat
+        for (rank, link_name), t in busy.items():
+            out[rank].links[link_name][1] += t * phase.repeat
             longest[rank] = max(longest.get(rank, 0.0), t)
         for rank, t in longest.items():
             out[rank].transit_us += t * phase.repeat
