@@ -21,7 +21,8 @@ HcomSend: rank ``dest_rank`` receives rank ``src_rank``'s tensor, every other ra
 its own (a send/recv pair in one SPMD graph). ``group_size`` must be the job's rank count
 (sub-groups are not modelled). onnxruntime's CPU build has no kernels for these nodes, so
 :func:`split_model` removes them: their outputs become graph inputs, their inputs graph
-outputs, and the job runner feeds each stage's results from the exact cross-rank computation (:mod:`geplug.hccl.collectives`).
+outputs, and the job runner feeds each stage's results from the exact cross-rank computation
+(:mod:`geplug.hccl.collectives`).
 """
 
 from __future__ import annotations
