@@ -62,7 +62,12 @@ def run_cluster(args: argparse.Namespace, open_system: Callable[..., Any]) -> in
     from geplug.plugin import get_manager
 
     try:
-        from geplug_simulator.cluster import ClusterJob, run_analytic, seeded_inputs
+        from geplug_simulator.cluster import (
+            ClusterJob,
+            run_analytic,
+            seeded_inputs,
+            server_config,
+        )
     except ImportError:
         raise GeplugError("multi-rank runs need the simulator: pip install geplug-simulator "
                           "(from a checkout: pip install -e plugins/simulator)") from None
@@ -89,7 +94,7 @@ def run_cluster(args: argparse.Namespace, open_system: Callable[..., Any]) -> in
     table = os.path.abspath(args.rank_table) if args.rank_table else ""
 
     def open_rank(env: Any) -> Any:
-        return open_system(name, config, env)
+        return open_system(name, server_config(config, topo, int(env["RANK_ID"])), env)
 
     began = time.perf_counter()
     if args.analytic:
@@ -154,4 +159,5 @@ def _print_prof(config: Any, size: int) -> None:
     cfg = parse_source(config)[0]
     if cfg.profiling_mode:
         print(f"profiling:        one PROF_* directory per rank ({size}) under the "
-              "profiling output directory")
+              "profiling output directory (per server: <output>/<server_id>/ when the job "
+              "has several servers)")

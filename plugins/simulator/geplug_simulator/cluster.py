@@ -51,7 +51,7 @@ from geplug_simulator.collective import (
 from geplug_simulator.emit import OpPlan, stamp, wants_tensors
 from geplug_simulator.importer import load_model
 
-__all__ = ["ClusterJob", "rank_env", "run_analytic", "seeded_inputs"]
+__all__ = ["ClusterJob", "rank_env", "run_analytic", "seeded_inputs", "server_config"]
 
 OpenSystem = Callable[[Mapping[str, str]], Any]
 """Opens the system of one rank from its environment."""
@@ -70,6 +70,32 @@ def rank_env(topo: Topology, rank: int, base: Mapping[str, str],
     else:
         env["DEVICE_ID"] = str(topo.places[rank].device_id)
     return env
+
+
+def server_config(config: Any, topo: Topology, rank: int) -> Any:
+    """The session configuration of ``rank``: ``config`` itself on a one-server job; on a
+    job of several servers, the profiling output and dump_path gain a ``<server_id>``
+    sub-directory, as each server of a real cluster writes to its own disk (device ids, and
+    so ``device_<id>`` directories, repeat across servers)."""
+    from geplug.config.parse import parse_source
+
+    if topo.servers <= 1:
+        return config
+    cfg = parse_source(config)[0]
+    server = topo.places[rank].server_id
+    changes: dict[str, Any] = {}
+    opts = cfg.profiling_options
+    if opts is not None:
+        import os
+
+        base = opts.output or os.environ.get("ASCEND_WORK_PATH") or "."
+        changes["profiling_options"] = attrs.evolve(
+            opts, output=os.path.join(os.path.abspath(base), server))
+    if cfg.dump_path:
+        import os
+
+        changes["dump_path"] = os.path.join(os.path.abspath(cfg.dump_path), server)
+    return attrs.evolve(cfg, **changes) if changes else cfg
 
 
 def seeded_inputs(compiled: Any, seed: int, rank: int) -> dict[str, np.ndarray]:
