@@ -123,7 +123,8 @@ def run_cluster(args: argparse.Namespace, open_system: Callable[..., Any]) -> in
             if args.input:
                 feeds.append(_rank_inputs(args.input, r))
             else:
-                feeds.append(seeded_inputs(rank.compiled, args.seed, r))
+                feeds.append(seeded_inputs(rank.compiled, args.seed, r,
+                                           [c.output for c in split.collectives]))
         if not args.input:
             print(f"no --input given: seeded random inputs per rank "
                   f"(numpy default_rng([{args.seed}, rank]))")

@@ -98,12 +98,16 @@ def server_config(config: Any, topo: Topology, rank: int) -> Any:
     return attrs.evolve(cfg, **changes) if changes else cfg
 
 
-def seeded_inputs(compiled: Any, seed: int, rank: int) -> dict[str, np.ndarray]:
+def seeded_inputs(compiled: Any, seed: int, rank: int,
+                  skip: Sequence[str] = ()) -> dict[str, np.ndarray]:
     """Rank-dependent random inputs: ``numpy.random.default_rng([seed, rank])``, standard
-    normal floats, integers in [0, 4), booleans (docs/distributed.md)."""
+    normal floats, integers in [0, 4), booleans (docs/distributed.md); ``skip``: inputs that
+    are not the user's (the collectives' results)."""
     rng = np.random.default_rng([seed, rank])
     feeds: dict[str, np.ndarray] = {}
     for name in compiled.imported.inputs:
+        if name in skip:
+            continue
         tt = compiled.imported.types.get(name)
         shape = tuple(int(d) if d else 1 for d in ((tt.shape or ()) if tt else ()))
         dtype = tt.dtype if tt else "float32"
@@ -276,9 +280,17 @@ class ClusterJob:
             raise HcclError(f"{len(feeds)} input sets for {n} ranks")
         from geplug_simulator.inputs import check_inputs
 
-        checked = [check_inputs(r.compiled.name, f, r.compiled.imported.inputs,
-                                r.compiled._input_types) for r, f in zip(self.ranks, feeds,
-                                                                          strict=True)]
+        internal = {c.output for c in split.collectives}
+        checked = []
+        for r, f in zip(self.ranks, feeds, strict=True):
+            extra = sorted(set(f) & internal)
+            if extra:
+                raise HcclError(f"input {extra[0]!r} is the result of a collective node, not "
+                                "an input of the model; do not feed it")
+            placeholders = output_feeds(split, {}, r.compiled.types)
+            ok = check_inputs(r.compiled.name, {**f, **placeholders},
+                              r.compiled.imported.inputs, r.compiled._input_types)
+            checked.append({k: v for k, v in ok.items() if k not in internal})
         known: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
         inputs_of: dict[str, list[np.ndarray]] = {}
         for level in range(split.levels):
@@ -313,7 +325,7 @@ class ClusterJob:
             else:
                 names = [o for o in split.outputs if o not in known[r]]
                 values = dict(zip(names, c._ort_run(c._session, names, all_feeds),
-                                  strict=True))
+                                  strict=True)) if names else {}
             values = {**values, **known[r]}
             values_of.append(values)
             results.append({o: values[o] for o in split.outputs})

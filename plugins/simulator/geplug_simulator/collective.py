@@ -192,8 +192,11 @@ def split_model(model: onnx.ModelProto, world: int) -> SplitModel:
                                "is unknown; declare it (value_info) or give the graph input "
                                "a type", node=c.name)
         elem, shape = in_t
-        cut.graph.input.append(helper.make_tensor_value_info(
-            c.output, elem, _out_shape(c, shape, world)))
+        typed = helper.make_tensor_value_info(c.output, elem, _out_shape(c, shape, world))
+        cut.graph.input.append(typed)
+        for out in cut.graph.output:  # a graph output that is a collective's result
+            if out.name == c.output:
+                out.CopyFrom(typed)
         if c.input not in present_out and c.input not in initializers and \
                 c.input not in {i.name for i in g.input}:
             cut.graph.output.append(helper.make_tensor_value_info(c.input, elem, shape))
