@@ -282,14 +282,14 @@ class ClusterJob:
 
         internal = {c.output for c in split.collectives}
         checked = []
-        for r, f in zip(self.ranks, feeds, strict=True):
+        for member, f in zip(self.ranks, feeds, strict=True):
             extra = sorted(set(f) & internal)
             if extra:
                 raise HcclError(f"input {extra[0]!r} is the result of a collective node, not "
                                 "an input of the model; do not feed it")
-            placeholders = output_feeds(split, {}, r.compiled.types)
-            ok = check_inputs(r.compiled.name, {**f, **placeholders},
-                              r.compiled.imported.inputs, r.compiled._input_types)
+            placeholders = output_feeds(split, {}, member.compiled.types)
+            ok = check_inputs(member.compiled.name, {**f, **placeholders},
+                              member.compiled.imported.inputs, member.compiled._input_types)
             checked.append({k: v for k, v in ok.items() if k not in internal})
         known: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
         inputs_of: dict[str, list[np.ndarray]] = {}

@@ -10,13 +10,13 @@ import os
 import numpy as np
 import onnx
 import pytest
+from geplug_simulator.cluster import ClusterJob, seeded_inputs
 from onnx import TensorProto, helper, numpy_helper
 
 from geplug.cli.main import main
 from geplug.errors import HcclError
 from geplug.hccl import Topology, read_faults, read_settings, simulate
 from geplug.plugin import get_manager
-from geplug_simulator.cluster import ClusterJob, seeded_inputs
 
 pytestmark = pytest.mark.requires_products("atlas_a2")
 
