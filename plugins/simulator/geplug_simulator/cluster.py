@@ -26,7 +26,6 @@ from typing import Any
 
 import attrs
 import numpy as np
-import onnx
 
 from geplug.errors import HcclError
 from geplug.events import (
@@ -550,8 +549,3 @@ def _emit_rank(system: Any, r: int, n: int, compiled: Any, ops: Sequence[OpRecor
             system.emit_profile(event)
             end = max(end, t + float(durations[i] * factor))
         system.emit_profile(StepEvent(run=run, phase="end", time_us=end))
-
-
-def load_proto(model: Any) -> onnx.ModelProto:
-    """The ModelProto of a path, bytes or ModelProto."""
-    return load_model(model)

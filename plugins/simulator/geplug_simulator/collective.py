@@ -289,11 +289,6 @@ def run_collective(c: Collective, arrays: Sequence[np.ndarray]) -> list[np.ndarr
     raise HcclError(f"collective {c.name!r}: kind {c.kind!r} is not simulated")
 
 
-def comm_bytes(c: Collective, array: np.ndarray, world: int) -> float:
-    """The ``nbytes`` argument of the HCCL model for ``c`` with this rank's input."""
-    return float(array.nbytes)
-
-
 def output_feeds(split: SplitModel, known: Mapping[str, np.ndarray],
                  types: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Feeds for the collective outputs: the known ones, zeros of the declared shape for the

@@ -217,3 +217,9 @@ def test_seeded_inputs_differ_by_rank_and_repeat_by_seed(job_dir):
         b = seeded_inputs(job.ranks[1].compiled, 0, 1)["x"]
         assert not np.array_equal(a, b)
         assert np.array_equal(a, seeded_inputs(job.ranks[1].compiled, 0, 0)["x"])
+
+
+def test_a_single_system_refuses_a_collective_and_points_at_ranks(job_dir, capsys):
+    assert main(["run", "ar.onnx", "--product", "atlas_a2"]) == 1
+    err = capsys.readouterr().err
+    assert "node 'ar' is a collective" in err and "--ranks N" in err
