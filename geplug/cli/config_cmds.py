@@ -164,8 +164,12 @@ def _read_or_usage(args: argparse.Namespace, *, allow_all: bool
     config, parse_problems = read
     products = _products(args, config, allow_all=allow_all)
     if products is None:
-        return _usage("name a product with --product P" +
-                      (" (or use --all-products)" if allow_all else ""))
+        from geplug.plugin import get_manager
+
+        names = get_manager().products().names()
+        listing = f"installed: {', '.join(names)}" if names else "no product is installed"
+        return _usage(f"name a product with --product P ({listing})" +
+                      ("; or use --all-products" if allow_all else ""))
     return config, parse_problems, products
 
 

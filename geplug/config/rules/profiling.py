@@ -161,9 +161,22 @@ def _aic_metrics(ctx: Ctx, path: str, value: str) -> None:
     if value.startswith(CUSTOM):
         _custom_metrics(ctx, path, value)
     elif value != "" and value not in (*prof.aic_metrics, *prof.aic_metrics_aliases):
+        import difflib
+
+        from geplug.products.domains import AIC_METRICS_GROUPS
+
         listing = "|".join([*prof.aic_metrics, "Custom:xx,xx"])
+        lowered = {g.lower(): g for g in (*prof.aic_metrics, *prof.aic_metrics_aliases)}
+        close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
+        if value in AIC_METRICS_GROUPS:  # a real group this product's PMU does not have
+            hint = (f"{value} is not available on {ctx.p.display_name}; choose a group of the "
+                    "list, or Custom: registers")
+        elif close:
+            hint = f"did you mean {lowered[close[0]]!r}?"
+        else:
+            hint = "choose a group of the list, or Custom:<event>,<event>"
         ctx.err(path, value, f"aic-metrics[{value}] is invalid, please set metrics in range "
-                f"[{listing}].", f"{ctx.p.display_name} supports: {', '.join(prof.aic_metrics)}")
+                f"[{listing}].", hint, code="EK0003")
 
 
 def _custom_metrics(ctx: Ctx, path: str, value: str) -> None:
