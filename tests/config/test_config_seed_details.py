@@ -72,3 +72,24 @@ def test_ini_mode_an_op_does_not_implement_is_reported(a2: Any, tmp_path: Path) 
     ok.write_text(f"{op_type}={a2.ops[op_type].impl_modes[0]}\n")
     assert not [w for w in warnings_on(problems_of({"op_precision_mode": str(ok)}, a2),
                                        "op_precision_mode") if "implements only" in w.message]
+
+
+@pytest.mark.geplug_requires_products("atlas_a2")
+def test_resolve_shows_the_defaults_of_unset_profiling_switches(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed: task_trace/task_time "on：开启，默认值" (on is the default); hccl "可选on或off，默认为
+    off"; aicpu "取值on/off，默认为off"; l2 "默认为off"; aic_metrics PipeUtilization
+    "该项为默认值"."""
+    import json
+
+    from geplug.cli.main import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'profiling_mode = true\n[profiling_options]\noutput = "{tmp_path}"\n')
+    assert main(["resolve", str(cfg), "--product", "atlas_a2", "--format", "json"]) == 0
+    opts = json.loads(capsys.readouterr().out)["config"]["profiling_options"]
+    assert (opts["task_trace"], opts["task_time"]) == ("on", "on")
+    assert (opts["hccl"], opts["aicpu"], opts["l2"]) == ("off", "off", "off")
+    assert opts["aic_metrics"] == "PipeUtilization"
+    assert main(["resolve", str(cfg), "--product", "atlas_a2"]) == 0
+    assert '"task_time": "on"' in capsys.readouterr().out
