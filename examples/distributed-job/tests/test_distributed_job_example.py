@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 
+pytest.importorskip("geplug_simulator")
+
 from geplug.cli.main import main
 
 pytestmark = pytest.mark.requires_products("atlas_a2")
