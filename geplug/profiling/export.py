@@ -174,7 +174,8 @@ def export(session: ProfilingSession) -> list[str]:
                     session.markers.rows(session.device_id), written)
     analyze = os.path.join(session.root, ANALYZE)
     comm_json = matrix_json = None
-    if session.comm is not None:
+    comm_files = session.comm is not None and (eff.hccl or bool(session.comm.ops))
+    if session.comm is not None and comm_files:
         link = session.link_type()
         rank, size = session.rank_info()
         comm_json = session.comm.communication(link)
@@ -183,7 +184,7 @@ def export(session: ProfilingSession) -> list[str]:
         os.path.join(analyze, "communication_analyzer.db"),
         overlap.per_step(tasks.compute, tasks.comm, session.step_times), comm_json,
         matrix_json))
-    if session.comm is not None:
+    if session.comm is not None and comm_files:
         _write_rows(path("communication_statistic"), hccl_mod.HEADER,
                     session.comm.statistic_rows(session.device_id), written)
         _write_json(os.path.join(analyze, "communication.json"), comm_json, written)

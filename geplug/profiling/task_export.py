@@ -155,7 +155,8 @@ class TaskPass:
         self.timeline = timeline
         self.db = db
         self.pmu = pmu
-        self.hccl = session.eff.hccl
+        self.hccl = session.eff.hccl or session.eff.task_level != "off"
+        """Communication tasks go on the timeline (task_time collects them too)."""
         self.launch_ns = max(1, round(session.product.compute.launch_overhead_us * 1000))
         self._pmu_text: dict[tuple[int, int], str] = {}
         self._pmu_key: dict[tuple[int, int], int] = {}
