@@ -17,6 +17,7 @@ __all__ = [
     "ConfigWarning",
     "DumpError",
     "GeplugError",
+    "GeplugWarning",
     "NotInitializedError",
     "PluginConflictError",
     "PluginError",
@@ -130,7 +131,11 @@ class ProductNotNamedError(ConfigError):
         self.installed = tuple(installed)
 
 
-class ConfigWarning(UserWarning):
+class GeplugWarning(UserWarning):
+    """The base of every warning geplug issues (``filterwarnings`` on it catches them all)."""
+
+
+class ConfigWarning(GeplugWarning):
     """A configuration accepted with a warning (``problem``): issued by ``initialize_system``
     for each warning of the check, naming the option, the value and the hint."""
 
