@@ -19,6 +19,7 @@ __all__ = [
     "GeplugError",
     "GeplugWarning",
     "NotInitializedError",
+    "OverflowWarning",
     "PluginConflictError",
     "PluginError",
     "ProductNotNamedError",
@@ -133,6 +134,12 @@ class ProductNotNamedError(ConfigError):
 
 class GeplugWarning(UserWarning):
     """The base of every warning geplug issues (``filterwarnings`` on it catches them all)."""
+
+
+class OverflowWarning(GeplugWarning):
+    """An op overflowed in a run (``enable_dump_debug``): one line naming the op, the step,
+    the counts and the summary file. ``warnings.simplefilter("error", OverflowWarning)``
+    turns it into an exception; ``RunResult.overflows`` holds the same findings."""
 
 
 class ConfigWarning(GeplugWarning):

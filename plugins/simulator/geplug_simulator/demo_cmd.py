@@ -26,9 +26,10 @@ def demo_command() -> Subcommand:
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = "examples:\n  geplug demo\n  geplug demo --product atlas_train --out demo/"
     p.add_argument("--product", default=None,
-                   help="product name or SoC version (default: the simulator's default "
-                        "product, geplug_simulator.DEFAULT_PRODUCT)")
+                   help=f"product name or SoC version (default: {DEFAULT_PRODUCT})")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="keep the models, outputs and decisions here (default: write nothing)")
 
