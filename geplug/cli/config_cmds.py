@@ -164,8 +164,12 @@ def _read_or_usage(args: argparse.Namespace, *, allow_all: bool
     config, parse_problems = read
     products = _products(args, config, allow_all=allow_all)
     if products is None:
-        return _usage("name a product with --product P" +
-                      (" (or use --all-products)" if allow_all else ""))
+        from geplug.plugin import get_manager
+
+        names = get_manager().products().names()
+        listing = f"installed: {', '.join(names)}" if names else "no product is installed"
+        return _usage(f"name a product with --product P ({listing})" +
+                      ("; or use --all-products" if allow_all else ""))
     return config, parse_problems, products
 
 
@@ -219,13 +223,38 @@ def _resolved(args: argparse.Namespace) -> tuple[Any, Any, Any, list[Any]] | int
     return config, product, resolve(config, product, soc=_soc(args, product)), problems
 
 
+PROFILING_DEFAULTS = {
+    "task_trace": "on", "task_time": "on", "training_trace": "off", "ge_api": "off",
+    "hccl": "off", "aicpu": "off", "l2": "off", "msproftx": "off", "runtime_api": "off",
+}
+"""What an unset profiling_options switch means (the seed: task_trace/task_time "on：开启，默认值",
+ge_api "默认为off", hccl/aicpu/l2/msproftx "默认为off"/"默认值为off"; training_trace absent
+is not collected)."""
+
+
+def _fill_profiling_defaults(data: dict[str, Any], product: Any) -> list[str]:
+    """Unset profiling switches in ``data["config"]["profiling_options"]`` -> their default
+    (and aic_metrics -> the product's); the keys filled, in order."""
+    opts = data.get("config", {}).get("profiling_options")
+    if not isinstance(opts, dict):
+        return []
+    defaults = {**PROFILING_DEFAULTS, "aic_metrics": product.profiling.aic_metrics_default}
+    filled = [k for k, v in defaults.items() if k in opts and opts[k] is None]
+    for key in filled:
+        opts[key] = defaults[key]
+    return filled
+
+
 def _resolve_cmd(args: argparse.Namespace) -> int:
     got = _resolved(args)
     if isinstance(got, int):
         return got
-    _, _, resolved, warnings = got
+    _, product, resolved, warnings = got
     _print_problems(warnings, sys.stderr)
     data = resolved.to_json()
+    filled = _fill_profiling_defaults(data, product)
+    if filled:
+        data["profiling_defaults"] = filled
     if args.format == "json":
         print(json.dumps(data, indent=2, default=str))
         return EXIT_OK
@@ -236,6 +265,8 @@ def _resolve_cmd(args: argparse.Namespace) -> int:
         source = resolved.source(name)
         if isinstance(value, dict):
             value = json.dumps({k: v for k, v in value.items() if v is not None})
+            if name == "profiling_options" and filled:
+                source = f"{source}; defaults for {', '.join(filled)}"
         print(f"  {name} = {value!r}" + (f"  ({source})" if source else ""))
     for name in ("device_id", "dump_root", "profiling_output", "kernel_meta_dir",
                  "exception_dump_level", "exception_dump_dir", "op_debug_items",

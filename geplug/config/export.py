@@ -177,6 +177,8 @@ def export_values(config: SessionConfig, product: Product, to: str, *, soc: str 
         value = wanted[name]
         if key == "atc" and name == "graph_run_mode" and value == 0:
             continue  # what ATC does anyway
+        if name == "optypelist_for_implmode" and value == "":
+            continue  # empty is the default and means off (the seed): nothing to write
         if (key == "tf" and name == "profiling_mode" and value is True
                 and config.front_end not in TF_ADAPTER_FRONT_ENDS
                 and "profiling_options" not in wanted):

@@ -111,3 +111,49 @@ def test_export_to_stdout_reports_each_left_out_option_once(
     assert main(["export", str(cfg), "--product", "atlas_a2", "--to", "torch_npu"]) == 0
     captured = capsys.readouterr()
     assert (captured.out + captured.err).count("enable_dump = ") == 1
+
+
+@pytest.mark.parametrize("command", ["check", "resolve", "export"])
+def test_a_command_needing_a_product_lists_the_installed_ones(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import geplug
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('precision_mode = "allow_fp32_to_fp16"\n')
+    argv = [command, str(cfg)] + (["--to", "ge"] if command == "export" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "name a product with --product P (installed: " in err
+    assert all(name in err for name in geplug.installed_products().names())
+
+
+def test_aic_metrics_typo_gets_did_you_mean_a_code_and_one_listing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('profiling_mode = true\n[profiling_options]\noutput = "."\n'
+                   'task_time = "on"\naic_metrics = "PipeUtilisation"\n')
+    assert main(["check", str(cfg), "--product", "atlas_a2"]) == 1
+    out = capsys.readouterr().out
+    assert "did you mean 'PipeUtilization'?" in out and "[EK0003]" in out
+    assert out.count("ArithmeticUtilization") == 1
+
+
+@pytest.mark.geplug_requires_products("atlas_350")
+def test_memory_access_on_atlas_350_lists_the_groups_once_with_a_code(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('profiling_mode = true\n[profiling_options]\noutput = "."\n'
+                   'task_time = "on"\naic_metrics = "MemoryAccess"\n')
+    assert main(["check", str(cfg), "--product", "atlas_350"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("ArithmeticUtilization") == 1 and "[EK0003]" in out
+    assert "MemoryAccess is not available on" in out
+
+
+def test_precision_typo_lists_the_modes_once(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('precision_mode = "must_keep_origin_dtyp"\n')
+    assert main(["check", str(cfg), "--product", "atlas_a2"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("allow_fp32_to_bf16") == 1 and "did you mean 'must_keep_origin_dtype'" in out
