@@ -44,7 +44,9 @@ if TYPE_CHECKING:  # the static view of the lazy names below
     )
     from geplug.runtime.system import System
 
-__version__ = "0.1.0"
+__version__: str
+"""The installed distribution's version, read once from its metadata (``importlib.metadata``:
+the one place the version is written is ``pyproject.toml``)."""
 
 __all__ = [
     "PLUGIN_API",
@@ -110,6 +112,15 @@ def __getattr__(name: str) -> Any:
     """Import a public name on first use (PEP 562), keeping ``import geplug`` cheap."""
     import importlib
 
+    if name == "__version__":
+        from importlib import metadata
+
+        try:
+            version = metadata.version("geplug")
+        except metadata.PackageNotFoundError:  # a source tree that is not installed
+            version = "0+unknown"
+        globals()["__version__"] = version
+        return version
     if name == "mstx":  # the submodule geplug/mstx.py: ``import geplug.mstx`` gives the same
         return importlib.import_module("geplug.mstx")
     module = _LAZY.get(name)
