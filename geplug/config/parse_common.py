@@ -12,6 +12,7 @@ from geplug.config.model import PROFILING_KEYS, ProfilingOptions, SessionConfig
 from geplug.config.problems import Problem
 from geplug.config.text import describe, digits, short
 from geplug.errors import ConfigError
+from geplug.limits import finite
 
 __all__ = [
     "MAX_PROFILING_JSON_CHARS",
@@ -159,7 +160,9 @@ def _string_hint(key: str, item: Any) -> str:
         if isinstance(item, bool) and ("on" if item else "off") in allowed:
             return f'write "{"on" if item else "off"}"{reads}'
         return "write one of " + ", ".join(f'"{a}"' for a in allowed) + reads
-    number = isinstance(item, (int, float)) and not isinstance(item, bool)
+    if isinstance(item, float) and not finite(item):  # inf, nan: no number to suggest
+        return "write a string" + reads + "; inf and nan are not values of any key"
+    number = finite(item) and abs(item) < 1e15
     if key == "storage_limit" and number:
         size = max(int(item), 200) if item == int(item) else 200
         return f'write it as a string with the unit: "{key}": "{size}MB" (200MB at least)'
