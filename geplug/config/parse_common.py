@@ -10,7 +10,7 @@ from typing import Any
 
 from geplug.config.model import PROFILING_KEYS, ProfilingOptions, SessionConfig
 from geplug.config.problems import Problem
-from geplug.config.text import describe, digits, short
+from geplug.config.text import describe, short, signed_digits
 from geplug.errors import ConfigError
 from geplug.limits import finite
 
@@ -194,7 +194,7 @@ def convert(option: str, value: Any, kind: str, problems: list[Problem]) -> Any:
                 return None
             return value
         hint = f"write {value} without quotes" if isinstance(value, str) and \
-            digits(value.strip().lstrip("-")) else ""
+            signed_digits(value.strip()) else ""
         problems.append(type_problem(option, value, "an integer", hint))
         return None
     if kind == "str":

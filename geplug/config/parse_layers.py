@@ -25,7 +25,7 @@ from geplug.config.parse_common import (
     unknown,
 )
 from geplug.config.problems import Problem
-from geplug.config.text import digits, short
+from geplug.config.text import short, signed_digits
 from geplug.errors import ConfigError
 from geplug.limits import MAX_CONFIG_BYTES, check_depth, decode_utf8, depth_error, read_bytes
 
@@ -103,7 +103,7 @@ def parse_ge_options(options: Any, *, level: str | None = None) -> Parsed:
             values[name] = raw == "1"
         elif kind == "int":
             text = raw.strip()
-            if not (digits(text.lstrip("-")) and len(text) < 12):
+            if not (signed_digits(text) and len(text) < 12):
                 problems.append(Problem(option=key, value=raw, severity="error",
                                         message="expected an integer as decimal text",
                                         hint='e.g. "0"', code="E10001"))
@@ -210,8 +210,7 @@ def parse_atc_args(args: Any) -> Parsed:
                                     message=msg, hint=f"give a value: --{flag}=...", code=code))
             continue
         if OPTIONS[name].kind == "int":
-            number = value[1:] if value.startswith("-") else value  # one minus sign at most
-            if not (digits(number) and len(value) < 12):
+            if not (signed_digits(value) and len(value) < 12):
                 problems.append(Problem(
                     option=f"--{flag}", value=short(value), severity="error",
                     message=f"Value {value} for parameter --{flag} is invalid. Reason: The "

@@ -8,12 +8,19 @@ from typing import Any
 
 from geplug.limits import escape_controls
 
-__all__ = ["describe", "digits", "literal", "short"]
+__all__ = ["describe", "digits", "literal", "short", "signed_digits"]
 
 
 def digits(text: str) -> bool:
     """ASCII decimal digits only (``str.isdigit`` also accepts superscripts ``int()`` rejects)."""
     return text.isascii() and text.isdigit()
+
+
+def signed_digits(text: str, *, max_digits: int = 18) -> bool:
+    """A decimal integer as text: at most one leading ``-``, then 1..``max_digits`` ASCII
+    digits (``--8`` and 5,000-digit strings are not integers a reader converts)."""
+    number = text[1:] if text.startswith("-") else text
+    return digits(number) and len(number) <= max_digits
 
 
 def short(value: Any, limit: int = 200) -> Any:

@@ -308,3 +308,29 @@ def test_profiling_error_is_a_geplug_error() -> None:  # the CLI maps it to exit
     from geplug.errors import GeplugError
 
     assert issubclass(ProfilingError, GeplugError)
+
+
+@pytest.mark.parametrize("value", ["--0", "-+1", "9" * 5000])
+def test_a_rank_variable_with_several_signs_or_thousands_of_digits_is_a_config_error(
+        value) -> None:  # found by tests/fuzz/test_fuzz_rank_tables.py
+    from geplug.errors import ConfigError
+    from geplug.runtime.rank import read_rank_info
+
+    with pytest.raises(ConfigError, match=r"RANK_ID"):
+        read_rank_info({"RANK_ID": value}, _sample_product(("1.0",)))
+
+
+@pytest.mark.parametrize("value", ["--0", "-+1", "-", "9" * 30])
+def test_a_ge_integer_with_several_signs_is_a_problem(value) -> None:  # found by the fuzz suite
+    from geplug.config.parse import parse_ge_options
+
+    _, problems = parse_ge_options({"ge.opDebugLevel": value})
+    assert [p.option for p in problems if p.severity == "error"] == ["ge.opDebugLevel"]
+
+
+@pytest.mark.parametrize("value", ["--0", "-+1"])
+def test_a_device_id_variable_with_several_signs_is_a_problem(value) -> None:
+    from geplug.config import SessionConfig, check
+
+    problems = check(SessionConfig(), _sample_product(("1.0",)), env={"ASCEND_DEVICE_ID": value})
+    assert any(p.option == "ASCEND_DEVICE_ID" and p.severity == "error" for p in problems)
