@@ -1,6 +1,6 @@
 """The fuzz suite's budget, its input counter and its shared fixtures.
 
-Budget: ``GEPLUG_FUZZ_EXAMPLES`` examples per property (default 8, so the ordinary test
+Budget: ``GEPLUG_FUZZ_EXAMPLES`` examples per property (default 3, so the ordinary test
 envs stay fast; the ``fuzz`` tox env sets a few hundred; set 10000 for a long run). The
 number of generated inputs actually run is printed at the end of the session
 ("geplug fuzz: N inputs") and, with ``GEPLUG_FUZZ_REPORT=FILE``, written to FILE as JSON.
@@ -15,10 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fuzz_support import COUNTS
+from fuzz_support import COUNTS, EXAMPLES
 from hypothesis import HealthCheck, settings
-
-EXAMPLES = max(1, int(os.environ.get("GEPLUG_FUZZ_EXAMPLES", "8") or "8"))
 
 settings.register_profile(
     "geplug-fuzz", max_examples=EXAMPLES, deadline=None, database=None,

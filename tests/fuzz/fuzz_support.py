@@ -20,6 +20,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+EXAMPLES = max(1, int(os.environ.get("GEPLUG_FUZZ_EXAMPLES", "3") or "3"))
+"""Examples per property (``GEPLUG_FUZZ_EXAMPLES``; see conftest.py)."""
+SLOW_EXAMPLES = max(1, EXAMPLES // 10)
+"""For properties that reload every plugin per input (~0.5 s each)."""
+
 COUNTS: Counter[str] = Counter()
 """Inputs run per surface (reported at the end of the session)."""
 
