@@ -18,6 +18,7 @@ __all__ = [
     "DumpError",
     "GeplugError",
     "NotInitializedError",
+    "OverflowWarning",
     "PluginConflictError",
     "PluginError",
     "ProductNotNamedError",
@@ -128,6 +129,12 @@ class ProductNotNamedError(ConfigError):
                  installed: Sequence[str] = ()) -> None:
         super().__init__(problems, source=source)
         self.installed = tuple(installed)
+
+
+class OverflowWarning(UserWarning):
+    """An op overflowed in a run (``enable_dump_debug``): one line naming the op, the step,
+    the counts and the summary file. ``warnings.simplefilter("error", OverflowWarning)``
+    turns it into an exception; ``RunResult.overflows`` holds the same findings."""
 
 
 class ConfigWarning(UserWarning):

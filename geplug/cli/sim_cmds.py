@@ -190,29 +190,53 @@ def _cmd_run(args: argparse.Namespace) -> int:
     opened = _open_or_usage(args)
     if opened is None:
         return EXIT_USAGE
-    with opened as system:
-        prof_before = _prof_dirs(system)
-        compiled = system.compile(args.model)
-        if not feeds:
-            feeds = _random_inputs(compiled)
-            print("no --input given: using seeded random inputs "
-                  + ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items()))
-        outputs: Mapping[str, Any] = {}
-        for step in range(args.steps):
-            outputs = compiled.run(feeds, step=step)
-        print(f"{compiled.name} on {system.product.name}: {args.steps} step(s), simulated "
-              f"device time {compiled.simulated_time_us:.1f} us per step")
-        for name, arr in outputs.items():
-            finite = bool(np.all(np.isfinite(arr))) if arr.dtype.kind == "f" else True
-            print(f"  {name}: {arr.dtype} {list(arr.shape)}"
-                  + ("" if finite else "  (contains inf/nan)"))
-        if args.output:
-            _save_npz(args.output, outputs)
-            print(f"outputs written to {args.output}")
-        written = _run_locations(system, compiled, prof_before)
+    from geplug.cli.progress import directory_bytes, progress
+
+    with progress(args.steps, f"running {os.path.basename(args.model)}",
+                  quiet=args.quiet) as bar:
+        with opened as system:
+            prof_before = _prof_dirs(system)
+            compiled = system.compile(args.model)
+            if not feeds:
+                feeds = _random_inputs(compiled)
+                print("no --input given: using seeded random inputs "
+                      + ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items()))
+            outputs: Mapping[str, Any] = {}
+            dump_root = getattr(system.config, "dump_root", None)
+            for step in range(args.steps):
+                outputs = compiled.run(feeds, step=step)
+                bar.advance(directory_bytes(dump_root) if bar.enabled and dump_root else None)
+            print(f"{compiled.name} on {system.product.name}: {args.steps} step(s), simulated "
+                  f"device time {compiled.simulated_time_us:.1f} us per step (device only; "
+                  "`geplug profile summary` also shows host time)")
+            for name, arr in outputs.items():
+                finite = bool(np.all(np.isfinite(arr))) if arr.dtype.kind == "f" else True
+                print(f"  {name}: {arr.dtype} {list(arr.shape)}"
+                      + ("" if finite else "  (contains inf/nan)"))
+            _print_findings(outputs)
+            if args.output:
+                _save_npz(args.output, outputs)
+                print(f"outputs written to {args.output}")
+            bar.phase("writing dumps and profiling summaries")
+            written = _run_locations(system, compiled, prof_before)
     for label, where in written.items():  # after shutdown: every file is complete
         print(f"{label + ':':<18}{where}")
     return 0
+
+
+def _print_findings(outputs: Any) -> None:
+    """Say when outputs are non-finite and how to find the op where it starts."""
+    from geplug.runtime.result import FIND_THE_OP
+
+    nonfinite = list(getattr(outputs, "nonfinite_outputs", ()))
+    if not nonfinite:
+        return
+    named = [o for o in getattr(outputs, "overflows", ()) if o.op_name]
+    if named:
+        print(f"non-finite outputs {', '.join(nonfinite)}: the overflow starts at " + ", ".join(
+            dict.fromkeys(f"{o.op_name} ({o.op_type})" for o in named)))
+    else:
+        print(f"non-finite outputs {', '.join(nonfinite)}: {FIND_THE_OP} (in --config)")
 
 
 def _prof_dirs(system: Any) -> set[str]:
@@ -264,12 +288,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             os.chdir(cwd)
 
 
+def _demo_default() -> str:
+    """The demo's default product, named (not the constant that holds it)."""
+    try:
+        from geplug_simulator import DEFAULT_PRODUCT
+    except ImportError:
+        return "the simulator's default product (install geplug-simulator)"
+    return str(DEFAULT_PRODUCT)
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path of an .onnx file")
     p.add_argument("--product", default=None, help="product name or SoC version "
                    "(default: the config's soc_version, else the only installed product; "
                    "required when several are installed and the config names none)")
-    p.add_argument("--config", default=None, help="session configuration (TOML)")
+    p.add_argument("--config", default=None, help="session configuration (TOML; default: "
+                   "none, every option at its default)")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -278,31 +312,44 @@ def add_parser(subparsers: Any) -> None:
         "compile", help="show each operator's dtype, engine and implementation mode",
         description="Compile an ONNX model for a simulated product and print the per-op "
                     "decisions (dtype, AI Core/AI CPU, implementation mode, reason).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  geplug compile model.onnx --product atlas_a2\n"
+               "  geplug compile model.onnx --config job.toml --format json",
     )
     _model_args(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text for people, json for scripts (default: text)")
     p.set_defaults(func=_cmd_compile)
 
     p = subparsers.add_parser(
         "run", help="run an ONNX model on a simulated product",
         description="Compile and run an ONNX model; dumps, profiling and kernel_meta follow "
-                    "the configuration, as on hardware.",
+                    "the configuration, as on hardware. Prints the simulated device time per "
+                    "step and says when outputs are inf/NaN and how to find the op.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  geplug run model.onnx --product atlas_a2\n"
+               "  geplug run model.onnx --product atlas_a2 --config job.toml --steps 4 "
+               "--input x=x.npy --output out.npz",
     )
     _model_args(p)
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="an input array (repeat per input); default: seeded random inputs")
-    p.add_argument("--steps", type=int, default=1, help="steps (iterations) to run")
+    p.add_argument("--steps", type=int, default=1,
+                   help="steps (iterations) to run (default: 1)")
     p.add_argument("--output", default=None, metavar="FILE.npz", help="save the last outputs")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress display (it is shown only on a terminal anyway)")
     p.set_defaults(func=_cmd_run)
 
     p = subparsers.add_parser(
         "demo", help="run two small example models and show what precision modes do",
         description="Build a small MLP and CNN, run them on a simulated product under "
                     "several precision modes, and print the decisions, numbers and times.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  geplug demo\n  geplug demo --product atlas_train --out demo/",
     )
     p.add_argument("--product", default=None,
-                   help="product name or SoC version (default: the simulator's default "
-                        "product, geplug_simulator.DEFAULT_PRODUCT)")
+                   help=f"product name or SoC version (default: {_demo_default()})")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="keep the models, outputs and decisions here (default: write nothing)")
     p.set_defaults(func=_cmd_demo)

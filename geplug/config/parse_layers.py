@@ -15,6 +15,7 @@ from geplug.config.options import (
     GE_KEY_TO_OPTION,
     GE_LEVELS,
     OPTIONS,
+    TORCH_CARRIED_KEYS,
     TORCH_KEY_TO_OPTION,
 )
 from geplug.config.parse_common import (
@@ -236,6 +237,13 @@ def parse_torch_options(options: Any) -> Parsed:
     values: dict[str, Any] = {}
     for key, raw in options.items():
         name = TORCH_KEY_TO_OPTION.get(key) if isinstance(key, str) else None
+        if name is None and key in TORCH_CARRIED_KEYS:
+            problems.append(Problem(
+                option=str(key), value=short(raw), severity="warning",
+                message="a torch_npu option geplug does not model (AI Core count or the "
+                        "operator compile cache); accepted and left aside",
+                hint="keep it for torch_npu; it changes nothing in geplug's checks"))
+            continue
         if name is None:
             problems.append(unknown(str(key), raw, TORCH_KEY_TO_OPTION, "torch_npu option keys"))
             continue

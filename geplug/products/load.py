@@ -27,9 +27,10 @@ from geplug.limits import (
     read_bytes,
 )
 from geplug.products import schema
+from geplug.products.coherence import coherence_errors
 from geplug.products.domains import DEBUG_LEVELS
 from geplug.products.schema import SCHEMA_VERSION, OpSupport, Product
-from geplug.products.validate import convert, describe_type, validate_record
+from geplug.products.validate import close_key, convert, describe_type, validate_record
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -165,14 +166,14 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
     for key in raw:
         if key not in allowed_top:
             errors.append((key, f"expected a section in {sorted(allowed_top)}, got unknown "
-                           f"section {key!r}"))
+                           f"section {key!r}{close_key(key, allowed_top)}"))
     ident = raw.get("product", {})
     values: dict[str, Any] = {}
     product_hints = typing.get_type_hints(Product)
     for key in ident:
         if key not in _IDENTITY:
             errors.append((f"product.{key}", f"expected a key in {list(_IDENTITY)}, got "
-                           f"unknown key {key!r}"))
+                           f"unknown key {key!r}{close_key(key, _IDENTITY)}"))
     for key in ("name", "display_name", "family_id", "soc_versions"):
         if key not in ident:
             errors.append((f"product.{key}", f"required key is missing (expected "
@@ -214,12 +215,22 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
     if not errors:
         _check_consistency(values, errors)
     if errors:
-        first_key = errors[0][0]
-        detail = "; ".join(f"{key}: {msg}" for key, msg in errors)
-        raise CapabilityError(f"{decl.path!r} is not a valid declaration: {detail}",
-                              path=decl.path, key=first_key, errors=errors)
+        _raise(decl, errors)
     default_op = ops.pop("default")
-    return Product(**values, ops=ops, default_op=default_op, source_path=decl.path)
+    product = Product(**values, ops=ops, default_op=default_op, source_path=decl.path)
+    errors = coherence_errors(product)
+    if errors:
+        _raise(decl, errors)
+    return product
+
+
+def _raise(decl: Declaration, errors: list[tuple[str, str]]) -> None:
+    """One CapabilityError listing every error once, each as ``key: message``."""
+    unique = list(dict.fromkeys(errors))
+    detail = "; ".join(f"{key}: {msg}" for key, msg in unique)
+    raise CapabilityError(f"{decl.path!r} is not a valid declaration: {detail}",
+                          path=decl.path, key=unique[0][0], errors=unique)
+
 
 def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]]) -> None:
     """Cross-key rules without which a declaration means nothing (the rest: conformance).

@@ -20,6 +20,7 @@ import numpy as np
 from geplug.errors import CompileError, RunError
 from geplug.events import OpRecord
 from geplug.precision import OpDecision
+from geplug.runtime.result import RunResult
 from geplug_simulator.cost import OpCost
 from geplug_simulator.emit import FAULT_ENV, StepEmitter, fault_node, wants_tensors
 from geplug_simulator.importer import ImportedModel, TensorType
@@ -116,8 +117,10 @@ class CompiledModel:
             raise KeyError(f"model {self.name!r} has no node {node!r}; nodes: "
                            + ", ".join(list(self._by_node)[:20])) from None
 
-    def run(self, inputs: Mapping[str, Any], step: int | None = None) -> dict[str, np.ndarray]:
-        """Run one step; returns ``{output name: array}`` in the model's output dtypes.
+    def run(self, inputs: Mapping[str, Any], step: int | None = None) -> RunResult:
+        """Run one step; returns ``{output name: array}`` in the model's output dtypes, a
+        :class:`~geplug.runtime.result.RunResult` that also carries the step's findings
+        (``overflows``, ``nonfinite_outputs``, ``aicpu_fallbacks``).
 
         ``step`` numbers the iteration for dumps and profiling (default: one more than the
         last step run); it must be a non-negative integer.
@@ -145,8 +148,10 @@ class CompiledModel:
         else:
             values = dict(zip(outputs, self._ort_run(self._session, outputs, feeds),
                               strict=True))
-        self._emitter.emit(step, feeds, values, dump=dump, fault=fault)
-        return {name: values[name] for name in outputs}
+        found = self._emitter.emit(step, feeds, values, dump=dump, fault=fault)
+        return RunResult({name: values[name] for name in outputs}, step=step, overflows=found,
+                         aicpu_fallbacks=[d.node for d in self.decisions
+                                          if d.engine == "AI_CPU"])
 
     def close(self) -> None:
         """Release the onnxruntime sessions."""

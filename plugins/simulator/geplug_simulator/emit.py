@@ -34,6 +34,7 @@ from geplug.events import (
     TaskEvent,
     TensorRecord,
 )
+from geplug.runtime.result import Overflow
 from geplug_simulator.importer import TensorType
 from geplug_simulator.rewrite import TensorRef, to_device
 
@@ -62,6 +63,24 @@ _STATIC_TASK_FIELDS = tuple(
 )
 _new = object.__new__
 _set = object.__setattr__
+
+
+def _overflows(event: DumpEvent, system: System) -> list[Overflow]:
+    """The overflow ``event``'s op starts (the dump writer's rule), as run-result findings."""
+    try:
+        from geplug.dump.overflow import find_overflow
+    except ImportError:  # geplug installed without its dump package
+        return []
+    cfg = system.config.config
+    finding = find_overflow(event, saturation=system.product.dump.overflow_mode == "saturation",
+                            debug_mode=cfg.dump_debug_mode or "all")
+    if finding is None:
+        return []
+    op = event.op
+    return [Overflow(step=event.run.step, op_name=op.name, op_type=op.op_type,
+                     output=event.outputs[t.index].name if t.index < len(event.outputs) else "",
+                     nan=t.nan, pos_inf=t.pos_inf, neg_inf=t.neg_inf, saturated=t.saturated)
+            for t in finding.outputs]
 
 
 def wants_tensors(system: System, step: int) -> bool:
@@ -168,13 +187,15 @@ class StepEmitter:
         return plans
 
     def emit(self, step: int, feeds: Mapping[str, Any], values: Mapping[str, np.ndarray], *,
-             dump: bool, fault: str | None) -> None:
-        """The events of one step (nothing when no one asks for them)."""
+             dump: bool, fault: str | None) -> list[Overflow] | None:
+        """The events of one step (nothing when no one asks for them). Returns the overflows
+        found in the step's tensors when they were inspected (``dump``), else None."""
         c = self.compiled
         system = c.system
         prof = system.profiling_enabled
+        found: list[Overflow] | None = [] if dump else None
         if not (dump or prof or fault):
-            return
+            return found
         if self.base_us is None:  # the device clock: small, exact floats from a µs base
             self.base_us = int(time.time() * 1e6)
         base = self.base_us
@@ -192,8 +213,11 @@ class StepEmitter:
                 ins = self._tensors(plan.inputs, values, feeds)
                 outs = self._tensors(plan.outputs, values, feeds)
                 if dump:
-                    system.emit_dump(DumpEvent(kind="data", run=run, op=op, inputs=ins,
-                                               outputs=outs, timestamp_us=base + int(t)))
+                    event = DumpEvent(kind="data", run=run, op=op, inputs=ins, outputs=outs,
+                                      timestamp_us=base + int(t))
+                    system.emit_dump(event)
+                    if found is not None:
+                        found += _overflows(event, system)
                 if op.name == fault:
                     self._raise_fault(run, op, ins, outs, base + int(t))
             if plan.task:
@@ -203,6 +227,7 @@ class StepEmitter:
             t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs})
             emit_profile(StepEvent(run=run, phase="end", time_us=t))
         self.clock_us = t
+        return found
 
     def _copies(self, run: RunInfo, t: float, direction: str,
                 arrays: Mapping[str, Any]) -> float:
