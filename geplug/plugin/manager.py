@@ -26,7 +26,7 @@ import attrs
 import pluggy
 
 from geplug import hookspecs
-from geplug.errors import CapabilityError, GeplugError, PluginConflictError
+from geplug.errors import CapabilityError, GeplugError, GeplugWarning, PluginConflictError
 from geplug.plugin.static import StaticInfo, inspect_target
 from geplug.plugin.timing import warn_if_slow
 from geplug.products.assemble import assemble, find_conflict
@@ -53,15 +53,15 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
 _HOOK_NAMES: tuple[str, ...] = tuple(sorted(n for n in dir(hookspecs) if n.startswith("geplug_")))
 
 
-class PluginSkippedWarning(UserWarning):
+class PluginSkippedWarning(GeplugWarning):
     """A plugin was skipped; the message names the plugin, its distribution and why."""
 
 
-class PluginNameWarning(UserWarning):
+class PluginNameWarning(GeplugWarning):
     """``GEPLUG_DISABLE_PLUGINS`` names a plugin that does not exist (a typo guard)."""
 
 
-class SocConflictWarning(UserWarning):
+class SocConflictWarning(GeplugWarning):
     """Two installed products declare the same SoC version string (lookups by it fail)."""
 
 
@@ -534,6 +534,42 @@ class PluginManager:
             except Exception as exc:
                 errors.append(exc)
         return errors
+
+    def subcommands(self, taken: Iterable[str] = ()) -> list[Any]:
+        """The :class:`geplug.backend.Subcommand` records of every ``geplug_subcommands``.
+
+        A plugin that raises or returns something else is skipped with a warning naming it; a
+        name in ``taken`` (the core's commands) or already returned by another plugin is left
+        out with a :class:`PluginSkippedWarning`-style note.
+        """
+        from geplug.backend import Subcommand
+
+        seen = set(taken)
+        found: list[Any] = []
+        for impl in list(self.pm.hook.geplug_subcommands.get_hookimpls()):
+            record = self._records.get(impl.plugin_name)
+            try:
+                returned: Any = impl.function()
+                result = list(returned or ())
+                bad = [r for r in result if not isinstance(r, Subcommand)]
+                if bad:
+                    raise TypeError(f"returned {type(bad[0]).__name__}, expected "
+                                    "geplug.backend.Subcommand records")
+            except Exception as exc:
+                if record is None or record.origin == "builtin":
+                    raise
+                self._skip(record, f"geplug_subcommands raised {type(exc).__name__}: {exc}")
+                continue
+            for command in result:
+                if command.name in seen:
+                    who = record.provider if record is not None else impl.plugin_name
+                    warnings.warn(PluginSkippedWarning(
+                        f"geplug plugin {impl.plugin_name!r} ({who}): sub-command "
+                        f"{command.name!r} left out, the name is already taken"), stacklevel=2)
+                    continue
+                seen.add(command.name)
+                found.append(command)
+        return found
 
     def implementers(self, hook_name: str) -> list[str]:
         """Names of the plugins implementing ``hook_name``, in call order."""
