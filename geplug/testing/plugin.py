@@ -157,8 +157,28 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{CONFORMANCE_OPTION}={option}: {problem}")
 
         path = str(conformance.__file__)
-        if path not in config.args:
+        if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+            config.args[:] = [path]  # no paths given: the suite alone, not the whole folder
+        elif path not in config.args:
             config.args.append(path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each conformance check once per product: a test module that imports the suite and
+    ``--geplug-conformance`` (which collects the suite's own module) would run it twice."""
+    seen: set[tuple[object, str]] = set()
+    keep: list[pytest.Item] = []
+    for item in items:
+        function = getattr(item, "function", None)
+        if getattr(function, "__module__", "") == "geplug.testing.conformance":
+            key = (function, getattr(getattr(item, "callspec", None), "id", ""))
+            if key in seen:
+                continue
+            seen.add(key)
+        keep.append(item)
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
