@@ -34,7 +34,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -90,14 +90,19 @@ def _not_selected(name: str) -> bool:
     return _Active.selection is not None and name not in _Active.selection
 
 
+def _skip_here(reason: str) -> NoReturn:
+    """Skip, reported at the test's own location (not at this plugin's line)."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
 def require_product(name: str) -> Product:
     """The installed product ``name``; skips the calling test when it is not installed (or
     not among the products selected for this run)."""
     registry = installed_registry()
     if name not in registry:
-        pytest.skip(f"product {name!r} is not installed in this environment")
+        _skip_here(f"product {name!r} is not installed in this environment")
     if _not_selected(name):
-        pytest.skip(f"product {name!r} is not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV})")
+        _skip_here(f"product {name!r} is not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV})")
     return registry.get(name)
 
 
@@ -266,10 +271,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         registry = installed_registry()
         missing = [name for name in marker.args if name not in registry]
         if missing:
-            pytest.skip(f"product(s) not installed in this environment: {', '.join(missing)}")
+            _skip_here(f"product(s) not installed in this environment: {', '.join(missing)}")
         unselected = [name for name in marker.args if _not_selected(name)]
         if unselected:
-            pytest.skip(f"product(s) not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV}): "
+            _skip_here(f"product(s) not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV}): "
                         f"{', '.join(unselected)}")
 
 
