@@ -17,6 +17,7 @@ __all__ = [
     "ConfigWarning",
     "DumpError",
     "GeplugError",
+    "HcclError",
     "NotInitializedError",
     "OverflowWarning",
     "PluginConflictError",
@@ -226,3 +227,17 @@ class ProfilingError(GeplugError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class HcclError(GeplugError):
+    """A collective could not run (HCCL's behaviour on hardware): a rank never joined, a link
+    is down, a rank table names a wrong device IP, a bad HCCL_* setting. ``code`` is HCCL's
+    public error code (EI0006 socket time-out, EI0002 notify wait time-out, EI0014 device IP
+    mismatch), ``ranks`` the ranks at fault."""
+
+    def __init__(self, message: str, *, code: str = "", ranks: Sequence[int] = (),
+                 option: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.ranks = tuple(ranks)
+        self.option = option

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApiCall",
+    "CommInfo",
     "DumpEvent",
     "GraphEvent",
     "MarkerEvent",
@@ -130,6 +131,35 @@ class DumpEvent:
 
 
 @attrs.frozen(kw_only=True)
+class CommInfo:
+    """What the HCCL model says about one communication task on one rank (``geplug.hccl``).
+
+    Times are µs, as msprof defines them: ``transit_us`` moving this rank's data;
+    ``wait_us`` every other moment of the task (waiting for peers, step handshakes, slower
+    flows), of which ``sync_us`` is the synchronisation before the first transfer (waiting
+    for the last rank to arrive). Elapse = transit + wait.
+    ``links``: (link type, bytes, µs) this rank sent per transport (HCCS, RDMA, PCIE, SIO);
+    ``peers``: (src rank, dst rank, link type, bytes, µs) per destination.
+    """
+
+    hccl_name: str
+    """HCCL's op name (``hcom_allReduce__<node>``): equal on every rank of the collective."""
+    kind: str
+    """allreduce, allgather, reducescatter, broadcast, reduce, alltoall, alltoallv, send,
+    recv, barrier."""
+    algorithm: str
+    group: str = "hccl_world_group"
+    rank: int
+    rank_size: int
+    nbytes: float
+    wait_us: float = 0.0
+    transit_us: float = 0.0
+    sync_us: float = 0.0
+    links: tuple[tuple[str, float, float], ...] = ()
+    peers: tuple[tuple[int, int, str, float, float], ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class TaskEvent:
     """A device task: one op's execution on the simulated device timeline."""
 
@@ -149,6 +179,8 @@ class TaskEvent:
     output_formats: tuple[str, ...] = attrs.field(converter=_strs, default=())
     cube_fraction: float = 0.0
     """Share of the work on the cube unit (the rest is vector/scalar); feeds PMU models."""
+    comm: CommInfo | None = None
+    """A communication task's HCCL-model breakdown (``None`` for compute tasks)."""
 
 
 @attrs.frozen(kw_only=True)

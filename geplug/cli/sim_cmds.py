@@ -19,7 +19,7 @@ EXIT_USAGE = 2
 """Exit status of a usage error (geplug.cli.main)."""
 
 
-def open_system(product: str | None, config: Any) -> Any:
+def open_system(product: str | None, config: Any, env: Mapping[str, str] | None = None) -> Any:
     """An initialised system for ``product`` with ``config`` (path, mapping or None).
 
     ``geplug compile`` / ``run`` / ``demo`` stand for ATC and the ACL runtime, which every
@@ -40,8 +40,9 @@ def open_system(product: str | None, config: Any) -> Any:
         found = get_manager().products().get(str(name))
         if not found.runtime.initialize_system:
             runtime = attrs.evolve(found.runtime, initialize_system=True)
-            return initialize_system(product=attrs.evolve(found, runtime=runtime), config=config)
-    return initialize_system(product=product, config=config)
+            return initialize_system(product=attrs.evolve(found, runtime=runtime), config=config,
+                                     env=env)
+    return initialize_system(product=product, config=config, env=env)
 
 
 def _open_or_usage(args: argparse.Namespace) -> Any:
@@ -185,6 +186,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UsageError(f"--steps {args.steps!r}: give a number of steps >= 1",
                          argument="--steps")
+    if args.ranks is not None or args.rank_table is not None or args.analytic:
+        from geplug.cli.cluster_cmds import run_cluster
+
+        return run_cluster(args, open_system)
     _check_output(args.output)
     feeds = _parse_inputs(args.input or [])
     opened = _open_or_usage(args)
@@ -337,6 +342,17 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--steps", type=int, default=1,
                    help="steps (iterations) to run (default: 1)")
     p.add_argument("--output", default=None, metavar="FILE.npz", help="save the last outputs")
+    p.add_argument("--ranks", type=int, default=None, metavar="N",
+                   help="run N ranks as virtual devices in one process (docs/distributed.md); "
+                        "--input paths may contain {rank}")
+    p.add_argument("--rank-table", default=None, metavar="FILE.json",
+                   help="run every rank of this rank table (RANK_TABLE_FILE format)")
+    p.add_argument("--analytic", action="store_true",
+                   help="with --ranks/--rank-table: derive every rank's timeline from one "
+                        "compile, no numerics (1,024-10,000 ranks)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="with --ranks: seed of the rank-dependent random inputs "
+                        "(numpy default_rng([seed, rank]))")
     p.add_argument("--quiet", action="store_true",
                    help="no progress display (it is shown only on a terminal anyway)")
     p.set_defaults(func=_cmd_run)

@@ -48,6 +48,8 @@ _SECTIONS: dict[str, type] = {
     "debug": schema.DebugCaps,
     "compute": schema.ComputeModel,
 }
+_OPTIONAL_SECTIONS: dict[str, type] = {"topology": schema.TopologyCaps}
+"""Sections a declaration may omit (the record is then ``None``)."""
 _IDENTITY = ("name", "display_name", "family_id", "soc_versions", "extends", "description")
 _NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 _NOT_INHERITED = ("name", "extends", "display_name", "soc_versions")
@@ -147,7 +149,7 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
             )
         raw = merge_over_base(decl, base)
     errors: list[tuple[str, str]] = []
-    allowed_top = {"schema_version", "product", "ops", *_SECTIONS}
+    allowed_top = {"schema_version", "product", "ops", *_SECTIONS, *_OPTIONAL_SECTIONS}
     for key in raw:
         if key not in allowed_top:
             errors.append((key, f"expected a section in {sorted(allowed_top)}, got unknown "
@@ -175,6 +177,14 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
         if not isinstance(table, Mapping):
             got = "nothing" if table is None else repr(table)
             errors.append((section, f"expected a [{section}] table, got {got}"))
+            continue
+        values[section] = validate_record(cls, table, section, errors)
+    for section, cls in _OPTIONAL_SECTIONS.items():
+        table = raw.get(section)
+        if table is None:
+            continue
+        if not isinstance(table, Mapping):
+            errors.append((section, f"expected a [{section}] table, got {table!r}"))
             continue
         values[section] = validate_record(cls, table, section, errors)
     ops_raw = raw.get("ops")
@@ -250,6 +260,9 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
     compute = values.get("compute")
     if compute is not None:
         _check_compute(compute, errors)
+    topology = values.get("topology")
+    if topology is not None:
+        _check_topology(topology, errors)
     debug = values.get("debug")
     if debug is not None:
         for level in debug.kernel_meta:
@@ -257,6 +270,42 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
                 errors.append((f"debug.kernel_meta.{level}",
                                f"expected an op_debug_level key in {list(DEBUG_LEVELS)}, "
                                f"got {level!r}"))
+
+
+TOPOLOGY_LINKS = ("HCCS", "PCIE", "RDMA", "SIO", "SDMA")
+"""Link names of msprof's communication files (formats.md §6.7)."""
+TOPOLOGY_LAYOUTS = ("full_mesh", "groups", "switch", "shared")
+
+
+def _check_topology(top: Any, errors: list[tuple[str, str]]) -> None:
+    """Links the HCCL model can route over: known names and layouts, positive rates."""
+    for key in ("intra_link", "cross_group_link", "die_link", "nic_link"):
+        if getattr(top, key) not in TOPOLOGY_LINKS:
+            errors.append((f"topology.{key}", f"expected one of {list(TOPOLOGY_LINKS)}, got "
+                           f"{getattr(top, key)!r}"))
+    if top.intra_layout not in TOPOLOGY_LAYOUTS:
+        errors.append(("topology.intra_layout", f"expected one of {list(TOPOLOGY_LAYOUTS)}, "
+                       f"got {top.intra_layout!r}"))
+    if top.devices_per_server < 1:
+        errors.append(("topology.devices_per_server",
+                       f"expected a whole number >= 1, got {top.devices_per_server!r}"))
+    for key in ("intra_gbps", "nic_gbps"):
+        if not getattr(top, key) > 0:
+            errors.append((f"topology.{key}", f"expected a number > 0, got "
+                           f"{getattr(top, key)!r}"))
+    if not 0 < top.collective_efficiency <= 1:
+        errors.append(("topology.collective_efficiency",
+                       f"expected a number in (0, 1], got {top.collective_efficiency!r}"))
+    if top.intra_layout == "groups" and not (
+            top.intra_group_size >= 1 and top.cross_group_gbps > 0):
+        errors.append(("topology.intra_group_size", "intra_layout = \"groups\" needs "
+                       "intra_group_size >= 1 and cross_group_gbps > 0"))
+    if top.dies_per_package > 1 and not top.die_gbps > 0:
+        errors.append(("topology.die_gbps", f"dies_per_package = {top.dies_per_package} "
+                       f"needs die_gbps > 0, got {top.die_gbps!r}"))
+    if top.supernode_devices and not top.supernode_gbps > 0:
+        errors.append(("topology.supernode_gbps", "supernode_devices needs supernode_gbps "
+                       f"> 0, got {top.supernode_gbps!r}"))
 
 
 def _check_compute(compute: Any, errors: list[tuple[str, str]]) -> None:

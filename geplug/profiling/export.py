@@ -180,7 +180,7 @@ def export(session: ProfilingSession) -> list[str]:
                 if l2_csv is not None and l2.wants(t):
                     l2_csv.writerow(l2.row(session.device_id, t, product.profiling.l2))
                 if op.comm:
-                    if eff.hccl:
+                    if eff.hccl or eff.task_level != "off":
                         timeline.comm_task(t, session.device_id)
                 elif level != "off":
                     timeline.kernel(t, session.device_id, level)
@@ -208,7 +208,7 @@ def export(session: ProfilingSession) -> list[str]:
     if session.markers is not None:
         _write_rows(path("msprof_tx"), markers_mod.HEADER,
                     session.markers.rows(session.device_id), written)
-    if session.comm is not None:
+    if session.comm is not None and (eff.hccl or session.comm.ops):
         _write_rows(path("communication_statistic"), hccl_mod.HEADER,
                     session.comm.statistic_rows(session.device_id), written)
         link = _link(session)

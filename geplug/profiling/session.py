@@ -83,7 +83,9 @@ class ProfilingSession:
         self.api = (ApiCollector(log("api_event", hdata), runtime_api=eff.runtime_api,
                                  ge_api=eff.ge_api not in ("", "off"))
                     if eff.runtime_api or eff.ge_api not in ("", "off") else None)
-        self.comm = CommCollector() if eff.hccl else None
+        # task_time collects communication data too (the collector's deprecation of the hccl
+        # switch says so); the files are written when hccl is on or a communication task ran
+        self.comm = CommCollector() if eff.hccl or eff.task_level != "off" else None
         self.markers = MarkerCollector(log("msproftx", hdata)) if eff.msproftx else None
         self.samplers: list[tuple[str, WindowSampler]] = []
         for option, kind in SAMPLER_ITEMS.items():
@@ -174,7 +176,7 @@ class ProfilingSession:
         if self.steps is not None:
             self.steps.on_task(ev.run.model_id, ev.op.name, start, dur, comm)
         if comm and self.comm is not None:
-            self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved)
+            self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved, ev.comm)
         if self.samplers:
             for _, sampler in self.samplers:
                 sampler.add(start, dur, ev.bytes_moved, comm)

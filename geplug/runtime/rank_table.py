@@ -35,6 +35,10 @@ class TableRank:
     device_id: int
     server: str
     pod: str = ""
+    device_ip: str = ""
+    """The NIC address the table gives (v1.x ``device_ip``), "" when absent."""
+    super_pod: str = ""
+    """The v1.2 ``super_pod_id`` of the rank's server, "" when the table has none."""
 
 
 @attrs.frozen(kw_only=True)
@@ -360,11 +364,14 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                 t.ip(dev, "backup_device_ip", f"{df}.backup_device_ip", required=False)
             rank_id = t.digits(dev, "rank_id", f"{df}.rank_id")
             if rank_id is not None:  # kept even with a bad device_id: the id checks go on
+                ip = dev.get("device_ip")
                 ranks.append(TableRank(rank_id=rank_id, device_id=-1 if device_id is None
-                                       else device_id, server=sid))
+                                       else device_id, server=sid,
+                                       device_ip=ip if isinstance(ip, str) else ""))
     if version == "1.2" and "super_pod_list" in data:
         pods = t.items(data["super_pod_list"], "super_pod_list")
         seen_pods: set[str] = set()
+        pod_of: dict[str, str] = {}
         for pi, raw_pod in enumerate(pods):
             pf = f"super_pod_list[{pi}]"
             pod = t.obj(raw_pod, pf)
@@ -382,6 +389,9 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                 if ref is not None and ref not in seen_servers:
                     t.add(f"{pf}.server_list[{ji}].server_id", ref,
                           "is not a server of server_list")
+                elif ref is not None and pid is not None:
+                    pod_of[ref] = str(pid)
+        ranks = [attrs.evolve(r, super_pod=pod_of.get(r.server, "")) for r in ranks]
     _nic_port_roles(t, nics)
     # ranks must not interleave across servers (server 1 {0..3}, server 2 {4..7})
     by_server: dict[str, list[int]] = {}

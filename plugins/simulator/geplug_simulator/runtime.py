@@ -234,6 +234,19 @@ def _reduce_size(node: onnx.NodeProto, decision: Any, imported: ImportedModel) -
     return 1
 
 
+def _refuse_collectives(imported: ImportedModel) -> None:
+    """A collective node needs every rank: one system alone cannot run it."""
+    from geplug_simulator.collective import is_collective
+
+    for node in imported.model.graph.node:
+        if is_collective(node):
+            raise CompileError(
+                f"node {node.name!r} is a collective ({node.domain}.{node.op_type}): it needs "
+                "every rank of the job; run the model with `geplug run MODEL --ranks N` (or "
+                "--rank-table FILE), or geplug_simulator.cluster.ClusterJob, so each rank is "
+                "a virtual device (docs/distributed.md)", node=node.name)
+
+
 class SimRuntime:
     """What ``geplug_init_system`` returns: compiles models for ``system``."""
 
@@ -257,6 +270,7 @@ class SimRuntime:
             stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
         # the model name: name=, else the ONNX graph name, else the file stem (docs/dump.md)
         imported = import_model(model, name=name, default_name=stem)
+        _refuse_collectives(imported)
         decisions = tuple(decide(imported.nodes, system.product, system.config))
         rewritten = rewrite(imported, decisions)
         factory = SessionFactory(options.get("threads", self.factory.threads), self)
