@@ -30,7 +30,12 @@ if TYPE_CHECKING:  # the static view of the lazy names below
     )
     from geplug.plugin import get_product, installed_products, plugin_report
     from geplug.products.schema import Product
-    from geplug.runtime.api import current_system, initialize_system, shutdown_system
+    from geplug.runtime.api import (
+        current_system,
+        initialize_system,
+        open_device,
+        shutdown_system,
+    )
     from geplug.runtime.rank import (
         get_local_rank_id,
         get_local_rank_size,
@@ -66,6 +71,7 @@ __all__ = [
     "installed_products",
     "load_config",
     "mstx",
+    "open_device",
     "plugin_report",
     "resolve",
     "shutdown_system",
@@ -87,6 +93,7 @@ _LAZY = {
     "load_config": "geplug.config",
     "initialize_system": "geplug.runtime.api",
     "shutdown_system": "geplug.runtime.api",
+    "open_device": "geplug.runtime.api",
     "current_system": "geplug.runtime.api",
     "get_rank_id": "geplug.runtime.rank",
     "get_rank_size": "geplug.runtime.rank",

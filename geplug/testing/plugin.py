@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["installed_products", "installed_registry", "require_product", "selected_products"]
 
 CONFORMANCE_OPTION = "--geplug-conformance"
+BACKEND_OPTION = "--geplug-backend-conformance"
+BACKEND_ATTR = "GEPLUG_BACKEND_CONFORMANCE"
+"""Module-level name a backend's test module sets to the backend(s) under test."""
 PRODUCTS_OPTION = "--geplug-products"
 PRODUCTS_ENV = "GEPLUG_PRODUCTS"
 ALIASES_INI = "geplug_marker_aliases"
@@ -114,6 +117,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "('all' = every selected product)",
     )
     group.addoption(
+        BACKEND_OPTION, action="store", default=None, metavar="NAME[,NAME]",
+        help="run geplug's backend conformance suite for these installed backends (plugin "
+             "names, e.g. simulator) on every selected product",
+    )
+    group.addoption(
         PRODUCTS_OPTION, action="store", default=None, metavar="NAME[,NAME]",
         help=f"run product tests only for these installed products (default: the environment "
              f"variable {PRODUCTS_ENV}, else every installed product)",
@@ -166,7 +174,34 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args[:] = [path]  # no paths given: the suite alone, not the whole folder
         elif path not in config.args:
             config.args.append(path)
+    backends = config.getoption(BACKEND_OPTION, None)
+    if backends:
+        from geplug.testing import backend_conformance
 
+        problem = _unknown_backends(_split_names(str(backends)))
+        if problem:
+            raise pytest.UsageError(f"{BACKEND_OPTION}={backends}: {problem}")
+        path = str(backend_conformance.__file__)
+        if path not in config.args:
+            config.args.append(path)
+
+
+def _unknown_backends(names: list[str]) -> str:
+    """Why some of ``names`` are not loaded backends ("" when all are)."""
+    import warnings
+
+    from geplug.plugin import PluginManager
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        backends = PluginManager().load().implementers("geplug_init_system")
+    for name in names:
+        if name not in backends:
+            return (f"{name!r} is not an installed backend (backends: "
+                    f"{', '.join(backends) or 'none'}); install it or name one of those")
+    if not names:
+        return "name a backend (e.g. simulator)"
+    return ""
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each conformance check once per product: a test module that imports the suite and
@@ -295,6 +330,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 None, marks=pytest.mark.skip(reason="no product plugin installed"))])
         else:
             metafunc.parametrize("geplug_conformance_product", names, ids=names, indirect=True)
+    if "geplug_backend_case" in metafunc.fixturenames:
+        _parametrize_backend(metafunc)
     if "geplug_product" not in metafunc.fixturenames:
         return
     products = selected_products()
@@ -309,6 +346,31 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
         return
     metafunc.parametrize("geplug_product", products, ids=[p.name for p in products])
+
+
+def _parametrize_backend(metafunc: pytest.Metafunc) -> None:
+    """``geplug_backend_case`` = (backend, product) over the backends named by the option or
+    the module's ``GEPLUG_BACKEND_CONFORMANCE`` and every selected product."""
+    option = metafunc.config.getoption(BACKEND_OPTION, None)
+    declared = getattr(metafunc.module, BACKEND_ATTR, None)
+    if option:
+        backends = _split_names(str(option))
+    elif declared:
+        backends = [declared] if isinstance(declared, str) else [str(n) for n in declared]
+        problem = _unknown_backends(backends)
+        if problem:
+            raise pytest.Collector.CollectError(
+                f"{metafunc.module.__name__}.{BACKEND_ATTR} = {declared!r}: {problem}")
+    else:
+        backends = []
+    cases = [(b, p.name) for b in backends for p in selected_products()]
+    if not cases:
+        reason = ("no backend named (--geplug-backend-conformance=NAME)" if not backends
+                  else "no product plugin installed")
+        metafunc.parametrize("geplug_backend_case", [pytest.param(
+            None, marks=pytest.mark.skip(reason=reason))])
+        return
+    metafunc.parametrize("geplug_backend_case", cases, ids=[f"{b}-{p}" for b, p in cases])
 
 
 @pytest.fixture
