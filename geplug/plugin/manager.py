@@ -51,6 +51,9 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
 )
 """(name, module) of the core's own plugins, registered before any entry point."""
 _HOOK_NAMES: tuple[str, ...] = tuple(sorted(n for n in dir(hookspecs) if n.startswith("geplug_")))
+_RELAYED_HOOKS = frozenset({"geplug_compile"})
+"""Hooks called through pluggy's own relay (which honours wrappers). geplug calls every other
+hook in its own isolated loop, in pluggy's order; a wrapper there is refused at load."""
 
 
 class PluginSkippedWarning(GeplugWarning):
@@ -253,6 +256,12 @@ class PluginManager:
             return False
         except ValueError as exc:
             self._skip(record, str(exc))
+            return False
+        wrapped = _wrapper_hooks(self.pm, name)
+        if wrapped:
+            self._skip(record, f"{wrapped[0]} is a wrapper (wrapper=True / hookwrapper=True); "
+                       "geplug calls it in its own isolated loop, where wrappers are not "
+                       "supported: make it a plain implementation (tryfirst/trylast order it)")
             return False
         self._records[name] = attrs.evolve(record, hooks=tuple(impl_names))
         self._registry = None
@@ -517,9 +526,12 @@ class PluginManager:
         cached = self._impls.get(hook_name)
         if cached is not None and generation is not None and cached[0] == generation:
             return cached[1]
+        # pluggy stores trylast, plain, tryfirst (each in registration order) and calls them
+        # last-registered first, tryfirst first: the reverse of the stored order
         impls: list[_Impl] = [
             (impl.function, tuple(impl.argnames), impl.plugin_name)
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
+            for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls())
+            if not (impl.hookwrapper or impl.wrapper)
         ]
         if generation is not None:
             self._impls[hook_name] = (generation, impls)
@@ -546,7 +558,7 @@ class PluginManager:
 
         seen = set(taken)
         found: list[Any] = []
-        for impl in list(self.pm.hook.geplug_subcommands.get_hookimpls()):
+        for impl in list(reversed(self.pm.hook.geplug_subcommands.get_hookimpls())):
             record = self._records.get(impl.plugin_name)
             try:
                 returned: Any = impl.function()
@@ -574,6 +586,18 @@ class PluginManager:
     def implementers(self, hook_name: str) -> list[str]:
         """Names of the plugins implementing ``hook_name``, in call order."""
         return [i.plugin_name for i in reversed(getattr(self.pm.hook, hook_name).get_hookimpls())]
+
+
+def _wrapper_hooks(pm: pluggy.PluginManager, name: str) -> list[str]:
+    """The hooks (other than relayed ones) that plugin ``name`` implements as a wrapper."""
+    found = []
+    for caller in pm.get_hookcallers(pm.get_plugin(name)) or ():
+        if caller.name in _RELAYED_HOOKS:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin_name == name and (impl.hookwrapper or impl.wrapper):
+                found.append(caller.name)
+    return sorted(found)
 
 
 def _hookimpl_names(plugin: object) -> Iterable[str]:
