@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from geplug.atomic import create_temp
 from geplug.config.resolved import ResolvedConfig
 from geplug.precision import OpDecision
 from geplug.products.schema import Product
@@ -87,7 +87,7 @@ def kernel_name(spec: KernelSpec) -> str:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = create_temp(str(path.parent), path.name)  # sweeps dead writers' leftovers
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

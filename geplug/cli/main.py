@@ -126,6 +126,7 @@ def _complete_help(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> No
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the process exit status)."""
     from geplug.errors import GeplugError, UnknownProductError, UsageError
+    from geplug.limits import escape_controls
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
@@ -142,10 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(args.func(args))
         except (UnknownProductError, UsageError) as exc:
-            print(f"geplug: error: {exc}", file=sys.stderr)
+            print(f"geplug: error: {escape_controls(str(exc), keep_newlines=True)}",
+                  file=sys.stderr)
             return EXIT_USAGE
         except GeplugError as exc:
-            print(f"geplug: error: {exc}", file=sys.stderr)
+            print(f"geplug: error: {escape_controls(str(exc), keep_newlines=True)}",
+                  file=sys.stderr)
             return EXIT_FINDING
         except KeyboardInterrupt:
             return 130

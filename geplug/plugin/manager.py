@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from importlib import metadata
@@ -27,6 +28,7 @@ import pluggy
 from geplug import hookspecs
 from geplug.errors import CapabilityError, GeplugError, GeplugWarning, PluginConflictError
 from geplug.plugin.static import StaticInfo, inspect_target
+from geplug.plugin.timing import warn_if_slow
 from geplug.products.assemble import assemble, find_conflict
 from geplug.products.load import Declaration
 from geplug.products.query import ProductRegistry
@@ -113,6 +115,8 @@ class PluginRecord:
     reason: str = ""
     products: tuple[str, ...] = ()
     hooks: tuple[str, ...] = ()
+    load_seconds: float = 0.0
+    """Time to import the plugin plus its ``geplug_capabilities`` (geplug/plugin/timing.py)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping of this record."""
@@ -283,12 +287,19 @@ class PluginManager:
                 record, status="disabled", reason=f"listed in {DISABLE_ENV}"
             )
             return
+        started = time.perf_counter()
         try:
             module = loader() if loader is not None else importlib.import_module(target)
         except Exception as exc:  # a broken plugin must not break the others
             self._skip(record, f"failed to import {target!r}: {type(exc).__name__}: {exc}")
             return
-        self.register(module, name, distribution=distribution, version=version, origin=origin)
+        seconds = time.perf_counter() - started
+        if self.register(module, name, distribution=distribution, version=version,
+                         origin=origin):
+            registered = next(reversed(self._records))  # `name`, or `name[dist]` when renamed
+            self._records[registered] = attrs.evolve(self._records[registered],
+                                                     load_seconds=seconds)
+            warn_if_slow(registered, record.provider, seconds, "import")
 
     def _skip(self, record: PluginRecord, reason: str) -> None:
         self._records[record.name] = attrs.evolve(record, status="skipped", reason=reason)
@@ -427,9 +438,11 @@ class PluginManager:
         """(plugin name, declaration) from every ``geplug_capabilities``; raisers skipped."""
         collected: list[tuple[str, Declaration]] = []
         for impl in list(self.pm.hook.geplug_capabilities.get_hookimpls()):
+            started = time.perf_counter()
             try:
                 result: Any = impl.function()
                 declarations = list(result or ())
+                self._add_load_time(impl.plugin_name, time.perf_counter() - started)
                 for decl in declarations:
                     if not isinstance(decl, Declaration):
                         raise TypeError(
@@ -445,6 +458,14 @@ class PluginManager:
                 continue
             collected.extend((impl.plugin_name, d) for d in declarations)
         return collected
+
+    def _add_load_time(self, plugin_name: str, seconds: float) -> None:
+        """Add ``geplug_capabilities``'s time to a plugin's load time; warn when slow."""
+        record = self._records.get(plugin_name)
+        if record is not None:
+            self._records[plugin_name] = attrs.evolve(
+                record, load_seconds=record.load_seconds + seconds)
+            warn_if_slow(plugin_name, record.provider, seconds, "geplug_capabilities")
 
     # -- calling hooks with the error policy ---------------------------------------------
 

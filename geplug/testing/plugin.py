@@ -34,7 +34,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -93,14 +93,19 @@ def _not_selected(name: str) -> bool:
     return _Active.selection is not None and name not in _Active.selection
 
 
+def _skip_here(reason: str) -> NoReturn:
+    """Skip, reported at the test's own location (not at this plugin's line)."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
 def require_product(name: str) -> Product:
     """The installed product ``name``; skips the calling test when it is not installed (or
     not among the products selected for this run)."""
     registry = installed_registry()
     if name not in registry:
-        pytest.skip(f"product {name!r} is not installed in this environment")
+        _skip_here(f"product {name!r} is not installed in this environment")
     if _not_selected(name):
-        pytest.skip(f"product {name!r} is not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV})")
+        _skip_here(f"product {name!r} is not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV})")
     return registry.get(name)
 
 
@@ -165,7 +170,9 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{CONFORMANCE_OPTION}={option}: {problem}")
 
         path = str(conformance.__file__)
-        if path not in config.args:
+        if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+            config.args[:] = [path]  # no paths given: the suite alone, not the whole folder
+        elif path not in config.args:
             config.args.append(path)
     backends = config.getoption(BACKEND_OPTION, None)
     if backends:
@@ -195,6 +202,24 @@ def _unknown_backends(names: list[str]) -> str:
     if not names:
         return "name a backend (e.g. simulator)"
     return ""
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each conformance check once per product: a test module that imports the suite and
+    ``--geplug-conformance`` (which collects the suite's own module) would run it twice."""
+    seen: set[tuple[object, str]] = set()
+    keep: list[pytest.Item] = []
+    for item in items:
+        function = getattr(item, "function", None)
+        if getattr(function, "__module__", "") == "geplug.testing.conformance":
+            key = (function, getattr(getattr(item, "callspec", None), "id", ""))
+            if key in seen:
+                continue
+            seen.add(key)
+        keep.append(item)
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     _Active.selection = config.stash.get(_previous_key, None)
@@ -281,10 +306,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         registry = installed_registry()
         missing = [name for name in marker.args if name not in registry]
         if missing:
-            pytest.skip(f"product(s) not installed in this environment: {', '.join(missing)}")
+            _skip_here(f"product(s) not installed in this environment: {', '.join(missing)}")
         unselected = [name for name in marker.args if _not_selected(name)]
         if unselected:
-            pytest.skip(f"product(s) not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV}): "
+            _skip_here(f"product(s) not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV}): "
                         f"{', '.join(unselected)}")
 
 
