@@ -17,6 +17,7 @@ __all__ = [
     "ConfigWarning",
     "DumpError",
     "GeplugError",
+    "GeplugWarning",
     "HcclError",
     "NotInitializedError",
     "OverflowWarning",
@@ -132,13 +133,17 @@ class ProductNotNamedError(ConfigError):
         self.installed = tuple(installed)
 
 
-class OverflowWarning(UserWarning):
+class GeplugWarning(UserWarning):
+    """The base of every warning geplug issues (``filterwarnings`` on it catches them all)."""
+
+
+class OverflowWarning(GeplugWarning):
     """An op overflowed in a run (``enable_dump_debug``): one line naming the op, the step,
     the counts and the summary file. ``warnings.simplefilter("error", OverflowWarning)``
     turns it into an exception; ``RunResult.overflows`` holds the same findings."""
 
 
-class ConfigWarning(UserWarning):
+class ConfigWarning(GeplugWarning):
     """A configuration accepted with a warning (``problem``): issued by ``initialize_system``
     for each warning of the check, naming the option, the value and the hint."""
 

@@ -12,6 +12,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["COMMANDS", "main"]
 
@@ -46,8 +47,27 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.add_parser(sub)
+    _add_plugin_commands(sub)
     _complete_help(parser, ())
     return parser
+
+
+def _add_plugin_commands(sub: Any) -> None:
+    """The sub-commands plugins add through ``geplug_subcommands`` (e.g. ``demo``)."""
+    from geplug.plugin import get_manager
+
+    try:
+        commands = get_manager().subcommands(taken=sub.choices)
+    except Exception as exc:  # a broken plugin never stops the built-in commands
+        warnings.warn(f"plugin sub-commands left out: {type(exc).__name__}: {exc}",
+                      stacklevel=2)
+        return
+    for command in commands:
+        parser = sub.add_parser(command.name, help=command.summary,
+                                description=command.description or command.summary)
+        if command.configure is not None:
+            command.configure(parser)
+        parser.set_defaults(func=command.action)
 
 
 EXAMPLES: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -106,25 +126,29 @@ def _complete_help(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> No
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the process exit status)."""
     from geplug.errors import GeplugError, UnknownProductError, UsageError
+    from geplug.limits import escape_controls
 
-    parser = build_parser()
-    try:
-        args = parser.parse_args(_join_flag_values(list(sys.argv[1:] if argv is None else argv)))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = _show_warning
+        parser = build_parser()  # loads the plugins (their sub-commands): warnings shown here
+        try:
+            args = parser.parse_args(
+                _join_flag_values(list(sys.argv[1:] if argv is None else argv)))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
         try:
             return int(args.func(args))
         except (UnknownProductError, UsageError) as exc:
-            print(f"geplug: error: {exc}", file=sys.stderr)
+            print(f"geplug: error: {escape_controls(str(exc), keep_newlines=True)}",
+                  file=sys.stderr)
             return EXIT_USAGE
         except GeplugError as exc:
-            print(f"geplug: error: {exc}", file=sys.stderr)
+            print(f"geplug: error: {escape_controls(str(exc), keep_newlines=True)}",
+                  file=sys.stderr)
             return EXIT_FINDING
         except KeyboardInterrupt:
             return 130

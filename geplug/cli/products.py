@@ -164,11 +164,13 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     import warnings
 
     from geplug.plugin import get_manager
+    from geplug.plugin.timing import SlowPluginWarning
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the report below names every skipped plugin
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # the report below names every skipped plugin
         manager = get_manager()
         report = manager.report()
+    slow = [str(w.message) for w in caught if isinstance(w.message, SlowPluginWarning)]
     conflict = manager.conflict
     skipped = [r for r in report if r.status == "skipped"]
     if args.json:
@@ -178,18 +180,21 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             "warnings": list(manager.unknown_disabled),
         })
     else:
-        rows = [("NAME", "STATUS", "ORIGIN", "DISTRIBUTION", "VERSION", "PROVIDES")]
+        rows = [("NAME", "STATUS", "ORIGIN", "DISTRIBUTION", "VERSION", "LOAD", "PROVIDES")]
         for r in report:
             provides = ", ".join(r.products) or ", ".join(
                 h.removeprefix("geplug_") for h in r.hooks) or "—"
+            load = f"{r.load_seconds * 1000:.0f} ms" if r.status == "loaded" else "—"
             rows.append((r.name, r.status, r.origin, r.distribution or "—", r.version or "—",
-                         provides))
+                         load, provides))
         sys.stdout.write(_table(rows))
         for r in report:
             if r.reason:
                 print(f"\n{r.name} ({r.provider}) {r.status}: {r.reason}")
         if not any(r.products for r in report):
             print(f"\n{no_products_message(manager)}")
+        for message in slow:  # names the plugin, the time and the threshold
+            print(f"\n{message}")
     if conflict is not None:
         print(f"geplug: error: {conflict}", file=sys.stderr)
     for message in manager.unknown_disabled:  # a typo in GEPLUG_DISABLE_PLUGINS

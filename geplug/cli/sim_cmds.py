@@ -1,6 +1,7 @@
-"""``geplug compile``, ``geplug run`` and ``geplug demo``: the simulator from the shell.
+"""``geplug compile`` and ``geplug run``: a backend from the shell.
 
-onnx/onnxruntime are imported inside the command functions only: CLI start-up stays fast.
+Only the backend contract (:mod:`geplug.backend`) is used, so any backend serves them;
+``geplug demo`` is a backend's own sub-command (``geplug_subcommands``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,29 +20,15 @@ EXIT_USAGE = 2
 
 
 def open_system(product: str | None, config: Any, env: Mapping[str, str] | None = None) -> Any:
-    """An initialised system for ``product`` with ``config`` (path, mapping or None).
+    """:func:`geplug.open_device` for ``product`` with ``config`` (path, mapping or None).
 
-    ``geplug compile`` / ``run`` / ``demo`` stand for ATC and the ACL runtime, which every
-    product has, so a product without the TF1 ``initialize_system`` API (the inference
-    series: ``runtime.initialize_system = false``) is opened too: its declaration is used with
-    that one flag lifted, every other rule of the configuration still applies.
+    ``geplug compile`` / ``run`` (and a backend's ``demo``) stand for ATC and the ACL runtime,
+    which every product has, so a product without the TF1 ``initialize_system`` API (the
+    inference series) is opened too, with every other rule of the configuration applied.
     """
-    import attrs
+    from geplug.runtime.api import open_device
 
-    from geplug.config.parse import parse_source
-    from geplug.plugin import get_manager
-    from geplug.runtime.api import initialize_system
-
-    name = product
-    if name is None:
-        name = parse_source(config)[0].soc_version or None
-    if name is not None:
-        found = get_manager().products().get(str(name))
-        if not found.runtime.initialize_system:
-            runtime = attrs.evolve(found.runtime, initialize_system=True)
-            return initialize_system(product=attrs.evolve(found, runtime=runtime), config=config,
-                                     env=env)
-    return initialize_system(product=product, config=config, env=env)
+    return open_device(product=product, config=config, env=env)
 
 
 def _open_or_usage(args: argparse.Namespace) -> Any:
@@ -130,27 +116,6 @@ def _parse_inputs(specs: list[str]) -> dict[str, Any]:
     return feeds
 
 
-def _random_inputs(compiled: Any) -> dict[str, Any]:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    feeds: dict[str, Any] = {}
-    for name in compiled.imported.inputs:
-        tt = compiled.imported.types.get(name)
-        shape = tuple(int(d) if d else 1 for d in ((tt.shape or ()) if tt else ()))
-        dtype = tt.dtype if tt else "float32"
-        if dtype.startswith("float") or dtype == "bfloat16":
-            import ml_dtypes
-
-            np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-            feeds[name] = rng.standard_normal(shape).astype(np_dtype)
-        elif dtype == "bool":
-            feeds[name] = rng.integers(0, 2, shape).astype(bool)
-        else:
-            feeds[name] = rng.integers(0, 4, shape).astype(dtype)
-    return feeds
-
-
 def _check_output(path: str | None) -> None:
     from geplug.errors import GeplugError
 
@@ -203,7 +168,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             prof_before = _prof_dirs(system)
             compiled = system.compile(args.model)
             if not feeds:
-                feeds = _random_inputs(compiled)
+                from geplug.backend import random_inputs
+
+                feeds = random_inputs(compiled.inputs)
                 print("no --input given: using seeded random inputs "
                       + ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items()))
             outputs: Mapping[str, Any] = {}
@@ -271,37 +238,6 @@ def _run_locations(system: Any, compiled: Any, prof_before: set[str]) -> dict[st
     return found
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from geplug.errors import GeplugError
-
-    try:
-        from geplug_simulator import DEFAULT_PRODUCT
-        from geplug_simulator.demo import run_demo
-    except ImportError:
-        raise GeplugError("geplug demo needs the simulator: pip install geplug-simulator "
-                          "(from a checkout: pip install -e plugins/simulator)") from None
-    product = args.product or DEFAULT_PRODUCT
-    if args.out:
-        out = os.path.abspath(args.out)
-        return run_demo(open_system, product=product, out_dir=out, stream=sys.stdout)
-    cwd = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="geplug-demo-") as tmp:
-        os.chdir(tmp)  # anything the configuration writes stays in the temp dir
-        try:
-            return run_demo(open_system, product=product, stream=sys.stdout)
-        finally:
-            os.chdir(cwd)
-
-
-def _demo_default() -> str:
-    """The demo's default product, named (not the constant that holds it)."""
-    try:
-        from geplug_simulator import DEFAULT_PRODUCT
-    except ImportError:
-        return "the simulator's default product (install geplug-simulator)"
-    return str(DEFAULT_PRODUCT)
-
-
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path of an .onnx file")
     p.add_argument("--product", default=None, help="product name or SoC version "
@@ -312,7 +248,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: Any) -> None:
-    """Add ``compile``, ``run`` and ``demo``."""
+    """Add ``compile`` and ``run``."""
     p = subparsers.add_parser(
         "compile", help="show each operator's dtype, engine and implementation mode",
         description="Compile an ONNX model for a simulated product and print the per-op "
@@ -356,16 +292,3 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--quiet", action="store_true",
                    help="no progress display (it is shown only on a terminal anyway)")
     p.set_defaults(func=_cmd_run)
-
-    p = subparsers.add_parser(
-        "demo", help="run two small example models and show what precision modes do",
-        description="Build a small MLP and CNN, run them on a simulated product under "
-                    "several precision modes, and print the decisions, numbers and times.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  geplug demo\n  geplug demo --product atlas_train --out demo/",
-    )
-    p.add_argument("--product", default=None,
-                   help=f"product name or SoC version (default: {_demo_default()})")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="keep the models, outputs and decisions here (default: write nothing)")
-    p.set_defaults(func=_cmd_demo)

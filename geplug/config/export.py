@@ -80,7 +80,7 @@ _ELSEWHERE = {
 _GE_PROFILING_WHY = (
     "without profiling_options GE ignores profiling_mode and falls back to env PROFILING_MODE, "
     "but the TF adapter would turn profiling on with its default profiling_options "
-    "(options.md §3.1); left out so the TF session also follows the environment")
+    "(CANN docs: profiling_mode); left out so the TF session also follows the environment")
 
 
 @attrs.frozen(kw_only=True)

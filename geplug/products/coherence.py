@@ -88,7 +88,7 @@ def _ops(p: Product, errors: Errors) -> None:
     kernels = [n for n, op in ops.items() if "bfloat16" in op.aicore_dtypes]
     if bool(modes & BF16_MODES) != bool(kernels):
         errors.append(("precision.modes", f"expected bf16 precision modes exactly when some "
-                       f"op has AI Core bfloat16 kernels (options.md R10), got modes "
+                       f"op has AI Core bfloat16 kernels (bf16 modes need bf16 kernels), got modes "
                        f"{sorted(modes & BF16_MODES)} and kernels {kernels}"))
 
 
@@ -150,7 +150,7 @@ def _dump_debug(p: Product, errors: Errors) -> None:
                        f" declared, got no entry for {missing}"))
     if tuple(debug.kernel_meta.get("0", ())):
         errors.append(("debug.kernel_meta.0", "expected [] (op_debug_level 0 keeps no "
-                       f"kernel_meta files, formats.md §5), got {list(debug.kernel_meta['0'])}"))
+                       f"kernel_meta files), got {list(debug.kernel_meta['0'])}"))
     for table_name, table in (("kernel_meta", debug.kernel_meta),
                               ("debug_config_files", debug.debug_config_files)):
         for key, suffixes in table.items():
@@ -193,12 +193,12 @@ def _profiling(p: Product, errors: Errors) -> None:
     has_freq = "instr_profiling_freq" in prof.frequencies
     if has_freq != (prof.instr_profiling == "frequency"):
         errors.append(("profiling.instr_profiling", f"expected 'frequency' exactly when "
-                       f"frequencies.instr_profiling_freq is declared (options.md R23), got "
+                       f"frequencies.instr_profiling_freq is declared, got "
                        f"{prof.instr_profiling!r} with instr_profiling_freq "
                        f"{'declared' if has_freq else 'absent'}"))
     if bool(prof.instr_profiling_exclusions) != (prof.instr_profiling == "frequency"):
         errors.append(("profiling.instr_profiling_exclusions", "expected exclusions exactly "
-                       "when instr_profiling = 'frequency' (options.md R22), got "
+                       "when instr_profiling = 'frequency', got "
                        f"{list(prof.instr_profiling_exclusions)} with {prof.instr_profiling!r}"))
     _unknown(errors, "profiling.instr_profiling_exclusions", prof.instr_profiling_exclusions,
              PROFILING_SWITCHES, "a profiling_options switch")
@@ -206,7 +206,7 @@ def _profiling(p: Product, errors: Errors) -> None:
                             ("interconnect_targets", "sys_interconnection_freq")):
         if bool(getattr(prof, targets)) != (option in prof.frequencies):
             errors.append((f"profiling.{targets}", f"expected targets exactly when "
-                           f"frequencies.{option} is declared (options.md R25), got "
+                           f"frequencies.{option} is declared, got "
                            f"{list(getattr(prof, targets))}"))
     bases = {_base_metric(c) for cols in prof.pmu_columns.values() for c in cols}
     for index, pattern in enumerate(prof.pmu_na_metrics):

@@ -31,12 +31,12 @@ DTYPE_SHORT = {
 """Short dtype names used in the operator table (a legend is printed under it)."""
 
 _SECTIONS: tuple[tuple[str, str, str], ...] = (
-    ("runtime", "Runtime", "options.md §6, §13.1, §15"),
-    ("precision", "Precision", "options.md §5, §13.1"),
-    ("implmode", "Implementation modes", "options.md §9"),
-    ("dump", "Dump", "options.md §4, formats.md §2-4"),
-    ("profiling", "Profiling", "options.md §3.3, §13.2; formats.md §6"),
-    ("debug", "Operator compile debug files", "options.md §7, formats.md §5"),
+    ("runtime", "Runtime", "CANN docs: initialize_system, graph_run_mode, rank table"),
+    ("precision", "Precision", "CANN docs: precision_mode, precision_mode_v2"),
+    ("implmode", "Implementation modes", "CANN docs: op_select_implmode, op_precision_mode"),
+    ("dump", "Dump", "CANN docs: enable_dump, enable_dump_debug, dump data"),
+    ("profiling", "Profiling", "CANN docs: profiling_options, msprof output"),
+    ("debug", "Operator compile debug files", "CANN docs: op_debug_level, op_debug_config"),
     ("compute", "Compute model for simulated timing", "approximate public figures"),
 )
 
@@ -145,7 +145,7 @@ def _ops_table(product: Product) -> list[str]:
     legend = ", ".join(f"{DTYPE_SHORT.get(d, d)}={d}" for d in used)
     lines += _kv("dtypes", legend)
     lines += _kv("mix list", "white = may be lowered, black = kept, grey = follows the "
-                 "previous op (options.md §5.5); * = fp16 in / fp32 out on the cube")
+                 "previous op (CANN docs: mixed precision); * = fp16 in / fp32 out on the cube")
     return lines
 
 

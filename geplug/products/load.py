@@ -18,6 +18,14 @@ from typing import Any
 import attrs
 
 from geplug.errors import CapabilityError
+from geplug.limits import (
+    MAX_DECLARATION_BYTES,
+    check_depth,
+    decode_utf8,
+    depth_error,
+    escape_controls,
+    read_bytes,
+)
 from geplug.products import schema
 from geplug.products.coherence import coherence_errors
 from geplug.products.domains import DEBUG_LEVELS
@@ -69,19 +77,26 @@ class Declaration:
 def read_declaration(path: str | Path) -> Declaration:
     """Parse ``path``; raise :class:`CapabilityError` naming the file on any syntax problem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CapabilityError(
-            f"cannot read capabilities file {str(path)!r}: {exc.strerror or exc}", path=str(path)
-        ) from None
+
+    def fail(message: str) -> CapabilityError:
+        return CapabilityError(message, path=str(path))
+
+    data = read_bytes(str(path), limit=MAX_DECLARATION_BYTES, what="capabilities file",
+                      fail=fail)
+    text = decode_utf8(data, path=str(path), what="capabilities file", fail=fail)
     try:
         raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise CapabilityError(
-            f"{str(path)!r} is not valid TOML: {exc}; fix the syntax at the position shown",
+            f"{str(path)!r} is not valid TOML: {escape_controls(str(exc))}; fix the syntax at "
+            "the position shown",
             path=str(path),
         ) from None
+    except RecursionError:
+        raise fail(depth_error(str(path), "<document>")) from None
+    deep = check_depth(raw)
+    if deep is not None:
+        raise CapabilityError(depth_error(str(path), deep), path=str(path), key=deep)
     version = raw.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise CapabilityError(

@@ -243,3 +243,10 @@ def test_an_incomplete_card_is_refused_by_every_command_alike(
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert "skipped" in err and "acme_b9" in err
+
+
+def test_describe_cites_documentation_a_pip_user_has(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["describe", "atlas_a2"]) == 0
+    out = capsys.readouterr().out
+    assert "options.md" not in out and "formats.md" not in out
+    assert "CANN docs: profiling_options" in out

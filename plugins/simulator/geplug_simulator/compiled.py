@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from geplug.backend import TensorSpec
 from geplug.errors import CompileError, RunError
 from geplug.events import OpRecord
 from geplug.precision import OpDecision
@@ -67,6 +68,8 @@ class CompiledModel:
         self.ops = records
         self.model_id = model_id
         self.kernel_meta_files = kernel_meta_files
+        self.memory: Any = None
+        """The device model's memory report (``geplug.backend.CompiledModel.memory``)."""
         self.types: Mapping[str, TensorType] = imported.types
         """Tensor types and shapes (symbolic dims fixed by the last fed shapes)."""
         self._session: onnxruntime.InferenceSession | None = session
@@ -89,7 +92,23 @@ class CompiledModel:
         self._emitter = StepEmitter(self)
         self._set_costs(costs)
 
-    # -- public API ------------------------------------------------------------------------
+    # -- public API (the geplug.backend.CompiledModel contract) ---------------------------
+
+    @property
+    def inputs(self) -> dict[str, TensorSpec]:
+        """The graph inputs ``run`` takes, in order, with their dtypes and shapes."""
+        specs: dict[str, TensorSpec] = {}
+        for name in self.imported.inputs:
+            tt = self.types.get(name)
+            specs[name] = TensorSpec(name=name, dtype=tt.dtype if tt else "float32",
+                                     shape=tuple(tt.shape) if tt and tt.shape is not None
+                                     else None)
+        return specs
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The output names of the mapping ``run`` returns, in graph order."""
+        return tuple(self.imported.outputs)
 
     @property
     def dynamic_shape(self) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from geplug.errors import AICoreError
+from geplug.errors import AICoreError, GeplugWarning
 from geplug.events import (
     ApiCall,
     DumpEvent,
@@ -317,7 +317,7 @@ class StepEmitter:
         )
 
 
-class FaultEnvWarning(UserWarning):
+class FaultEnvWarning(GeplugWarning):
     """``GEPLUG_SIM_FAULT_NODE`` names no node of the model being run (no fault injected)."""
 
 

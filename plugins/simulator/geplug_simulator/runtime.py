@@ -21,13 +21,14 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
+from geplug.backend import SampleModel
 from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
+from geplug.kernel_meta import KernelSpec, write_kernel_meta
 from geplug.precision import decide
 from geplug_simulator.compiled import CompiledModel
 from geplug_simulator.cost import OpCost, estimate
 from geplug_simulator.importer import ImportedModel, TensorType, import_model, tensor_type
-from geplug_simulator.kernel_meta import KernelSpec, write_kernel_meta
 from geplug_simulator.rewrite import RewrittenModel, rewrite
 
 if TYPE_CHECKING:
@@ -339,14 +340,20 @@ class SimRuntime:
             for d in decisions
         )
 
-    def close(self) -> None:
-        """Release every compiled model's sessions; warn about user-file names that matched
-        no compiled op (op_precision_mode, modify_mixlist)."""
-        from geplug_simulator.unmatched import warn_unmatched
+    @property
+    def name(self) -> str:
+        """The backend name (the plugin name of :mod:`geplug_simulator.hooks`)."""
+        return "simulator"
 
-        op_types = {d.op_type for m in self.models for d in m.decisions}
-        nodes = {d.node for m in self.models for d in m.decisions}
+    def sample_models(self) -> list[SampleModel]:
+        """The demo's seeded MLP and CNN with inputs (``geplug demo``, backend conformance)."""
+        from geplug_simulator.demo import sample_models
+
+        return sample_models()
+
+    def close(self) -> None:
+        """Release every compiled model's sessions (the core then checks user-file names
+        against the decisions: :mod:`geplug.precision.unmatched`)."""
         for m in self.models:
             m.close()
         self.models.clear()
-        warn_unmatched(self.system.config, self.system.product, op_types, nodes)

@@ -14,14 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from tox_geplug_scratch import PRODUCTS, make_project
+from tox_geplug_scratch import PRODUCTS, clean_env, make_project
 
 pytestmark = pytest.mark.skipif(os.environ.get("GEPLUG_TOX_E2E") != "1",
                                 reason="set GEPLUG_TOX_E2E=1 to run the 2-3 minute tox run")
 
 
 def _tox(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tox", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "tox", "--workdir", str(project / ".tox"),
+                           *args], cwd=project, env=clean_env(),
                           capture_output=True, text=True, timeout=900)
 
 

@@ -8,11 +8,12 @@ import zipfile
 from pathlib import Path
 
 from tox_geplug.sources import distribution_name, requires, tree_hash
-from tox_geplug_scratch import PRODUCTS, make_project
+from tox_geplug_scratch import PRODUCTS, clean_env, make_project
 
 
 def _tox(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tox", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "tox", "--workdir", str(project / ".tox"),
+                           *args], cwd=project, env=clean_env(),
                           capture_output=True, text=True, timeout=300)
 
 

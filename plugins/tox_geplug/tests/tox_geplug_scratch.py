@@ -14,6 +14,16 @@ PRODUCTS = ("atlas_train", "atlas_a2", "atlas_350")
 _BLOCK = re.compile(r"^```\w+ file=(?P<path>\S+)\n(?P<body>.*?)^```$", re.M | re.S)
 
 
+def clean_env() -> dict[str, str]:
+    """This process's environment without tox's own variables: a tox run inside a tox
+    environment (this repository's CI) would otherwise take the outer run's TOX_* settings
+    (its work dir, its env) as its options."""
+    import os
+
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("TOX_") and k not in ("VIRTUAL_ENV", "PYTHONHOME")}
+
+
 def doc_files() -> dict[str, str]:
     """Relative path -> text of every ``file=`` code block of the page."""
     return {m["path"]: m["body"] for m in _BLOCK.finditer(DOC.read_text(encoding="utf-8"))}
