@@ -226,7 +226,8 @@ def _convnet(name: str, blocks: list[tuple[int, int, int, int]], size: int):  # 
     graph = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, blocks[0][0], size, size])],
-        [helper.make_tensor_value_info("pool", TensorProto.FLOAT, None)], inits)
+        [helper.make_tensor_value_info("pool", TensorProto.FLOAT, [1, blocks[-1][1], 1, 1])],
+        inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -251,7 +252,7 @@ def networks() -> list[tuple[str, Any]]:
 CONFIGS: dict[str, dict[str, str] | None] = {
     "off": None,
     "l0": {"task_time": "l0"},
-    "l1": {"task_time": "l1", "aic_metrics": "None", "training_trace": "on"},
+    "l1": {"task_time": "l1", "aic_metrics": "", "training_trace": "on"},
     "l1+aic+l2": {"task_time": "l1", "aic_metrics": "PipeUtilization", "l2": "on",
                   "training_trace": "on"},
 }
