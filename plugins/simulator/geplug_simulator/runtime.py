@@ -21,9 +21,11 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
+from geplug.backend import SampleModel
 from geplug.device import DeviceModel, OptimizedGraph, build_device_model, optimize
 from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
+from geplug.kernel_meta import KernelSpec, write_kernel_meta
 from geplug.precision import NodeInfo, decide
 from geplug_simulator.compiled import CompiledModel
 from geplug_simulator.cost import OpCost
@@ -35,7 +37,6 @@ from geplug_simulator.importer import (
     import_model,
     tensor_type,
 )
-from geplug_simulator.kernel_meta import KernelSpec, write_kernel_meta
 from geplug_simulator.rewrite import RewrittenModel, rewrite
 
 if TYPE_CHECKING:
@@ -240,6 +241,19 @@ def device_infos(imported: ImportedModel, opt: OptimizedGraph) -> list[NodeInfo]
     return out
 
 
+def _refuse_collectives(imported: ImportedModel) -> None:
+    """A collective node needs every rank: one system alone cannot run it."""
+    from geplug_simulator.collective import is_collective
+
+    for node in imported.model.graph.node:
+        if is_collective(node):
+            raise CompileError(
+                f"node {node.name!r} is a collective ({node.domain}.{node.op_type}): it needs "
+                "every rank of the job; run the model with `geplug run MODEL --ranks N` (or "
+                "--rank-table FILE), or geplug_simulator.cluster.ClusterJob, so each rank is "
+                "a virtual device (docs/distributed.md)", node=node.name)
+
+
 class SimRuntime:
     """What ``geplug_init_system`` returns: compiles models for ``system``."""
 
@@ -269,6 +283,7 @@ class SimRuntime:
             stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
         # the model name: name=, else the ONNX graph name, else the file stem (docs/dump.md)
         imported = import_model(model, name=name, default_name=stem)
+        _refuse_collectives(imported)
         factory = SessionFactory(options.get("threads", self.factory.threads), self)
         imported, opt, shape_note = self._exact_shapes(imported, factory)
         infos = device_infos(imported, opt)
@@ -366,14 +381,20 @@ class SimRuntime:
             ))
         return costs, specs, tuple(records)
 
-    def close(self) -> None:
-        """Release every compiled model's sessions; warn about user-file names that matched
-        no compiled op (op_precision_mode, modify_mixlist)."""
-        from geplug_simulator.unmatched import warn_unmatched
+    @property
+    def name(self) -> str:
+        """The backend name (the plugin name of :mod:`geplug_simulator.hooks`)."""
+        return "simulator"
 
-        op_types = {d.op_type for m in self.models for d in m.decisions}
-        nodes = {d.node for m in self.models for d in m.decisions}
+    def sample_models(self) -> list[SampleModel]:
+        """The demo's seeded MLP and CNN with inputs (``geplug demo``, backend conformance)."""
+        from geplug_simulator.demo import sample_models
+
+        return sample_models()
+
+    def close(self) -> None:
+        """Release every compiled model's sessions (the core then checks user-file names
+        against the decisions: :mod:`geplug.precision.unmatched`)."""
         for m in self.models:
             m.close()
         self.models.clear()
-        warn_unmatched(self.system.config, self.system.product, op_types, nodes)

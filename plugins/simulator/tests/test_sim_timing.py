@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from geplug_simulator.emit import stamp, task_fields
 from onnx import helper
 from sim_helpers import any_product, f32, graph_model, make_system, overflow_model
 
-from geplug.events import TaskEvent
 from geplug.products.schema import Product
 from geplug.testing.plugin import installed_products, require_product
 
@@ -76,41 +74,6 @@ def test_an_ai_cpu_fallback_is_much_slower_than_the_ai_core():
     aic = make_system(train, precision_mode="allow_fp32_to_fp16").compile(model)
     assert cpu.decision("mm").engine == "AI_CPU" and aic.decision("mm").engine == "AI_CORE"
     assert cpu.op_times["mm"] > 10 * aic.op_times["mm"]
-
-
-def test_profiled_tasks_follow_the_stream_schedule_and_end_at_the_makespan(recorder):
-    from geplug.events import ApiCall, StepEvent
-
-    manager, rec = recorder
-    compiled = make_system(any_product(), manager, profiling_mode=True).compile(
-        overflow_model(), fusion=False)
-    compiled.run({"x": np.ones((1, 4), np.float32)})
-    tasks = [e for e in rec.profiles if isinstance(e, TaskEvent)]
-    copies = [e for e in rec.profiles if isinstance(e, ApiCall)]
-    begin, end = (e for e in rec.profiles if isinstance(e, StepEvent))
-    assert [t.wait_us for t in tasks] == [0.0, 0.0]
-    # the first task waits for the input's H2D copy; the second for the first
-    assert tasks[0].start_us == pytest.approx(copies[0].start_us + copies[0].duration_us,
-                                              abs=1e-3)
-    assert tasks[1].start_us == pytest.approx(tasks[0].start_us + tasks[0].duration_us,
-                                              abs=1e-3)
-    assert end.time_us - begin.time_us == pytest.approx(compiled.simulated_time_us)
-    assert compiled.simulated_time_us == pytest.approx(compiled.device.makespan_us)
-
-
-def test_a_stamped_task_event_equals_one_built_by_its_constructor(recorder):
-    manager, rec = recorder
-    compiled = make_system(any_product(), manager, profiling_mode=True).compile(
-        overflow_model(), fusion=False)
-    compiled.run({"x": np.ones((1, 4), np.float32)})
-    event = next(e for e in rec.profiles if isinstance(e, TaskEvent))
-    fields = {a: getattr(event, a) for a in ("run", "op", "start_us", "duration_us", "wait_us",
-                                             "flops", "bytes_moved", "input_shapes",
-                                             "input_dtypes", "input_formats", "output_shapes",
-                                             "output_dtypes", "output_formats",
-                                             "cube_fraction")}
-    assert stamp(task_fields(event), event.run, event.start_us) == TaskEvent(**fields)
-    assert event.input_shapes == ((1, 4), (4, 4)) and event.flops == 2 * 1 * 4 * 4
 
 
 def test_no_task_templates_are_built_while_profiling_is_off():
