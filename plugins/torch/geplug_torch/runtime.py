@@ -173,10 +173,9 @@ class TorchRuntime:
         return refresh_time_us(self.system.product, optimizer)
 
     def close(self) -> None:
-        """End the open step (the last iteration's events are complete), forget the models."""
+        """End the open step (the last iteration's events are complete)."""
         with self._lock:
             if self._open:
                 self._advance()
             for model in self.models:
                 model.close()
-            self.models.clear()
