@@ -23,7 +23,8 @@ __all__ = ["INSTALL_HINT", "CompilerConfig", "TorchMissingError", "__version__",
 
 
 def backend(product: Any = None, config: Any = None, **kwargs: Any) -> Any:
-    """A ``torch.compile`` backend for ``product`` (see :func:`geplug_torch.npu_backend.backend`)."""
+    """A ``torch.compile`` backend for ``product``
+    (see :func:`geplug_torch.npu_backend.backend`)."""
     from geplug_torch.npu_backend import backend as make
 
     return make(product, config, **kwargs)

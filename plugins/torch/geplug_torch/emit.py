@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from geplug.events import ApiCall, DumpEvent, TaskEvent, TensorRecord
 from geplug_simulator.emit import format_of, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
+
+from geplug.events import ApiCall, DumpEvent, TaskEvent, TensorRecord
 
 if TYPE_CHECKING:
     from geplug_torch.graph import CompiledGraph, GraphOp, TensorMeta

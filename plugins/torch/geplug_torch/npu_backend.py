@@ -31,9 +31,8 @@ class TorchBackend:
                  env: Any = None) -> None:
         require_torch("geplug_torch.backend()")
         import geplug
-        from geplug_torch.config import to_session_config
-
         from geplug.config.parse import parse_source
+        from geplug_torch.config import to_session_config
 
         source = to_session_config(config)
         self.system = geplug.initialize_system(product, source, backend="torch",

@@ -66,7 +66,8 @@ class TorchRuntime:
     def announce(self, model: TrainingModel) -> None:
         """Emit the GraphEvent of ``model`` (forward and backward ops) to every profiler."""
         for system in self.profile_systems():
-            system.emit_profile(GraphEvent(run=self.run_info(model, -1, system), ops=model.records()))
+            system.emit_profile(GraphEvent(run=self.run_info(model, -1, system),
+                                           ops=model.records()))
 
     # -- events ----------------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import geplug_torch  # noqa: E402
+from torch_helpers import GPT, train  # noqa: E402
+
 from geplug.cli.main import main  # noqa: E402
 from geplug.dump.reader import read_dump  # noqa: E402
-from torch_helpers import GPT, train  # noqa: E402
 
 pytestmark = pytest.mark.requires_products("atlas_a2")
 

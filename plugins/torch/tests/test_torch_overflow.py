@@ -9,8 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import geplug_torch  # noqa: E402
-from geplug.dump.overflow import OverflowWarning  # noqa: E402
 from torch_helpers import LargeWeightMLP  # noqa: E402
+
+from geplug.dump.overflow import OverflowWarning  # noqa: E402
 
 pytestmark = pytest.mark.requires_products("atlas_train")
 

@@ -12,11 +12,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import geplug_torch  # noqa: E402
+from geplug_torch import profiler as P  # noqa: E402
+from torch_helpers import GPT, train  # noqa: E402
+
 from geplug.cli.main import main  # noqa: E402
 from geplug.errors import ProfilingError  # noqa: E402
 from geplug.profiling.reader import find_prof_dirs, output_file  # noqa: E402
-from geplug_torch import profiler as P  # noqa: E402
-from torch_helpers import GPT, train  # noqa: E402
 
 pytestmark = pytest.mark.requires_products("atlas_a2")
 

@@ -25,7 +25,6 @@ is not timed per op); documented in docs/torch.md.
 from __future__ import annotations
 
 import csv
-
 import json
 import os
 import sqlite3

@@ -106,25 +106,8 @@ def _export_types(value: Any) -> tuple[ExportType, ...]:
     return tuple(dict.fromkeys(_enum(ExportType, "export_type", v) for v in items))
 
 
-@attrs.frozen(kw_only=True, init=False)
 class _ExperimentalConfig:
     """torch_npu.profiler._ExperimentalConfig (the fields geplug acts on, validated)."""
-
-    profiler_level: ProfilerLevel = attrs.field(
-        default=ProfilerLevel.Level0,
-        converter=lambda v: _enum(ProfilerLevel, "profiler_level", v))
-    aic_metrics: AiCMetrics = attrs.field(
-        default=AiCMetrics.AiCoreNone, converter=lambda v: _enum(AiCMetrics, "aic_metrics", v))
-    l2_cache: bool = attrs.field(default=False, converter=lambda v: _bool("l2_cache", v))
-    op_attr: bool = attrs.field(default=False, converter=lambda v: _bool("op_attr", v))
-    data_simplification: bool = attrs.field(
-        default=True, converter=lambda v: _bool("data_simplification", v))
-    record_op_args: bool = attrs.field(default=False,
-                                       converter=lambda v: _bool("record_op_args", v))
-    export_type: tuple[ExportType, ...] = attrs.field(default=(ExportType.Text,),
-                                                      converter=_export_types)
-    msprof_tx: bool = attrs.field(default=False, converter=lambda v: _bool("msprof_tx", v))
-    host_sys: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     def __init__(self, profiler_level: Any = ProfilerLevel.Level0,
                  aic_metrics: Any = AiCMetrics.AiCoreNone, l2_cache: Any = False,
@@ -136,16 +119,27 @@ class _ExperimentalConfig:
                      "record_op_args, export_type, msprof_tx, host_sys")
             raise ProfilingError(f"_ExperimentalConfig({next(iter(others))}=...) is not a "
                                  f"field geplug reads; its fields: {known}")
-        self.__attrs_init__(  # type: ignore[attr-defined]
-            profiler_level=profiler_level, aic_metrics=aic_metrics, l2_cache=l2_cache,
-            op_attr=op_attr, data_simplification=data_simplification,
-            record_op_args=record_op_args, export_type=export_type, msprof_tx=msprof_tx,
-            host_sys=tuple(str(getattr(h, "value", h)) for h in host_sys))
+        self.profiler_level: ProfilerLevel = _enum(ProfilerLevel, "profiler_level",
+                                                   profiler_level)
+        self.aic_metrics: AiCMetrics = _enum(AiCMetrics, "aic_metrics", aic_metrics)
+        self.l2_cache = _bool("l2_cache", l2_cache)
+        self.op_attr = _bool("op_attr", op_attr)
+        self.data_simplification = _bool("data_simplification", data_simplification)
+        self.record_op_args = _bool("record_op_args", record_op_args)
+        self.export_type: tuple[ExportType, ...] = _export_types(export_type)
+        self.msprof_tx = _bool("msprof_tx", msprof_tx)
+        self.host_sys: tuple[str, ...] = tuple(str(getattr(h, "value", h)) for h in host_sys)
+
+    def __repr__(self) -> str:
+        return (f"_ExperimentalConfig(profiler_level={self.profiler_level.value}, "
+                f"aic_metrics={self.aic_metrics.value}, l2_cache={self.l2_cache}, "
+                f"export_type={[e.value for e in self.export_type]})")
 
     def profiling_options(self, output: str, activities: frozenset[ProfilerActivity]
                           ) -> dict[str, str]:
         """The msprof ``profiling_options`` this configuration means (options.md §3.3):
-        Level0 = task_time l0; Level1 = l1 with the runtime API (communication comes with task_time), and
+        Level0 = task_time l0; Level1 = l1 with the runtime API (communication comes with
+        task_time), and
         PipeUtilization when no metrics group is named (torch_npu's Level1 default);
         Level2 adds AI CPU. ``training_trace`` is always on (step times)."""
         level = self.profiler_level

@@ -102,7 +102,7 @@ class Collection:
                                         manager=base.manager)
 
 
-class profile:  # noqa: N801 - torch_npu's name
+class profile:
     """torch_npu.profiler.profile (see the module docstring).
 
     ``activities`` default both CPU and NPU; ``schedule`` from
