@@ -7,11 +7,13 @@ A vendor tests a card by importing the suite into one test module::
 
     GEPLUG_CONFORMANCE = "example_card"       # the product(s) under test
 
-or, with no file at all, ``pytest --geplug-conformance=example_card``. Every test takes the
-``conformance_product`` fixture (see :mod:`geplug.testing.plugin`), parametrised over the named
-products (all installed products when none is named). The checks are the facts a declaration
-must agree with (``docs/reference/options.md``, ``formats.md``) and the invariants the core
-and the simulator rely on; each failure message names the key path in ``capabilities.toml``.
+or, with no file at all, ``pytest -p geplug.testing --geplug-conformance=example_card``.
+Importing the suite turns geplug's pytest plugin on for that module (``pytest_plugins``).
+Every test takes the ``geplug_conformance_product`` fixture (see :mod:`geplug.testing.plugin`),
+parametrised over the named products (all selected installed products when none is named).
+The checks are the facts a declaration must agree with (``docs/reference/options.md``,
+``formats.md``) and the invariants the core and the simulator rely on; each failure message
+names the key path in ``capabilities.toml``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from geplug.products.domains import (
 )
 from geplug.products.schema import DTYPES, Product
 
+pytest_plugins = ["geplug.testing"]
+"""A test module importing this suite turns on geplug's pytest plugin (its fixtures)."""
+
 __all__ = [
     "DEBUG_CONFIG_ITEMS",
     "DUMP_DEBUG_MODES",
@@ -45,6 +50,7 @@ __all__ = [
     "PRECISION_MODES_V2",
     "REQUIRED_OP_TYPES",
     "check_product",
+    "pytest_plugins",
     "test_aic_metrics_aliases_point_at_declared_groups",
     "test_aic_metrics_default_is_declared",
     "test_bf16_modes_match_bf16_kernels",
@@ -83,21 +89,22 @@ def _all_ops(product: Product) -> list[Any]:
 # -- identity ---------------------------------------------------------------------------------
 
 
-def test_identity_is_complete(conformance_product: Product) -> None:
-    p = conformance_product
+def test_identity_is_complete(geplug_conformance_product: Product) -> None:
+    p = geplug_conformance_product
     assert p.name and p.display_name and p.family_id, "product.name/display_name/family_id"
     assert p.soc_versions, "product.soc_versions is empty"
     assert all(s.strip() == s and s for s in p.soc_versions), (
         f"product.soc_versions has blank or padded strings: {list(p.soc_versions)!r}")
 
 
-def test_soc_versions_are_unique_across_installed_products(conformance_product: Product) -> None:
+def test_soc_versions_are_unique_across_installed_products(
+        geplug_conformance_product: Product) -> None:
     from geplug.testing.installed import installed_registry
 
     owners = installed_registry().soc_owners()
-    me = conformance_product.name
+    me = geplug_conformance_product.name
     shared = {s: [o for o in owners.get(s, []) if o != me]
-              for s in conformance_product.soc_versions}
+              for s in geplug_conformance_product.soc_versions}
     shared = {s: others for s, others in shared.items() if others}
     assert not shared, f"product.soc_versions also declared by other products: {shared!r}"
 
@@ -105,34 +112,34 @@ def test_soc_versions_are_unique_across_installed_products(conformance_product: 
 # -- operators --------------------------------------------------------------------------------
 
 
-def test_required_op_types_are_listed(conformance_product: Product) -> None:
-    missing = [op for op in REQUIRED_OP_TYPES if op not in conformance_product.ops]
+def test_required_op_types_are_listed(geplug_conformance_product: Product) -> None:
+    missing = [op for op in REQUIRED_OP_TYPES if op not in geplug_conformance_product.ops]
     assert not missing, f"[ops] lacks entries for {missing!r}"
 
 
-def test_every_op_dtype_is_known(conformance_product: Product) -> None:
+def test_every_op_dtype_is_known(geplug_conformance_product: Product) -> None:
     bad = {
         op.op_type: sorted(set(op.aicore_dtypes + op.aicpu_dtypes) - set(DTYPES))
-        for op in _all_ops(conformance_product)
+        for op in _all_ops(geplug_conformance_product)
         if set(op.aicore_dtypes + op.aicpu_dtypes) - set(DTYPES)
     }
     assert not bad, f"unknown dtypes in [ops]: {bad!r}; known: {list(DTYPES)!r}"
 
 
-def test_every_op_runs_somewhere(conformance_product: Product) -> None:
-    nowhere = [op.op_type for op in _all_ops(conformance_product)
+def test_every_op_runs_somewhere(geplug_conformance_product: Product) -> None:
+    nowhere = [op.op_type for op in _all_ops(geplug_conformance_product)
                if not op.aicore_dtypes and not op.aicpu_dtypes]
     assert not nowhere, f"ops with neither aicore_dtypes nor aicpu_dtypes: {nowhere!r}"
 
 
-def test_default_op_runs_float32(conformance_product: Product) -> None:
-    default = conformance_product.default_op
+def test_default_op_runs_float32(geplug_conformance_product: Product) -> None:
+    default = geplug_conformance_product.default_op
     assert "float32" in default.aicore_dtypes + default.aicpu_dtypes, (
         "[ops.default] must run float32 on some engine so any ONNX operator can be simulated")
 
 
-def test_bf16_modes_match_bf16_kernels(conformance_product: Product) -> None:
-    p = conformance_product
+def test_bf16_modes_match_bf16_kernels(geplug_conformance_product: Product) -> None:
+    p = geplug_conformance_product
     modes = set(p.precision.modes) | set(p.precision.modes_v2) | set(p.precision.atc_only_modes)
     has_modes = bool(modes & BF16_MODES)
     kernels = [op.op_type for op in _all_ops(p) if "bfloat16" in op.aicore_dtypes]
@@ -144,8 +151,8 @@ def test_bf16_modes_match_bf16_kernels(conformance_product: Product) -> None:
 # -- precision and implementation modes -------------------------------------------------------
 
 
-def test_precision_modes_are_known(conformance_product: Product) -> None:
-    prec = conformance_product.precision
+def test_precision_modes_are_known(geplug_conformance_product: Product) -> None:
+    prec = geplug_conformance_product.precision
     assert set(prec.modes) <= PRECISION_MODES, (
         f"precision.modes: unknown {sorted(set(prec.modes) - PRECISION_MODES)!r}")
     assert set(prec.modes_v2) <= PRECISION_MODES_V2, (
@@ -154,8 +161,8 @@ def test_precision_modes_are_known(conformance_product: Product) -> None:
     assert not extra, f"precision.atc_only_modes: unknown {sorted(extra)!r}"
 
 
-def test_precision_defaults_are_accepted_modes(conformance_product: Product) -> None:
-    p = conformance_product
+def test_precision_defaults_are_accepted_modes(geplug_conformance_product: Product) -> None:
+    p = geplug_conformance_product
     prec = p.precision
     v1 = set(prec.modes) | set(prec.atc_only_modes)
     v2 = set(prec.modes_v2) | set(prec.atc_only_modes)
@@ -172,15 +179,15 @@ def test_precision_defaults_are_accepted_modes(conformance_product: Product) -> 
     assert prec.torch_default in v1 | {""}, f"precision.torch_default {prec.torch_default!r}"
 
 
-def test_implmode_default_is_selectable(conformance_product: Product) -> None:
-    im = conformance_product.implmode
+def test_implmode_default_is_selectable(geplug_conformance_product: Product) -> None:
+    im = geplug_conformance_product.implmode
     assert set(im.select_values) <= SELECT_IMPLMODES, (
         f"implmode.select_values: unknown {sorted(set(im.select_values) - SELECT_IMPLMODES)!r}")
     assert im.default_mode in im.select_values, f"implmode.default_mode {im.default_mode!r}"
 
 
-def test_impl_modes_are_accepted_values(conformance_product: Product) -> None:
-    p = conformance_product
+def test_impl_modes_are_accepted_values(geplug_conformance_product: Product) -> None:
+    p = geplug_conformance_product
     ini = set(p.implmode.ini_values)
     assert ini <= IMPL_INI_VALUES, f"implmode.ini_values: unknown {sorted(ini - IMPL_INI_VALUES)!r}"
     bad = {op.op_type: sorted(set(op.impl_modes) - ini) for op in _all_ops(p)
@@ -191,8 +198,8 @@ def test_impl_modes_are_accepted_values(conformance_product: Product) -> None:
         assert not wrong, f"implmode.builtin_lists.{stem}: modes not in ini_values: {wrong!r}"
 
 
-def test_optypelist_names_listed_ops(conformance_product: Product) -> None:
-    p = conformance_product
+def test_optypelist_names_listed_ops(geplug_conformance_product: Product) -> None:
+    p = geplug_conformance_product
     missing = [op for op in p.implmode.optypelist_allowed if op not in p.ops]
     assert not missing, f"implmode.optypelist_allowed names unlisted ops {missing!r}"
 
@@ -200,33 +207,33 @@ def test_optypelist_names_listed_ops(conformance_product: Product) -> None:
 # -- dump and debug ---------------------------------------------------------------------------
 
 
-def test_dump_debug_modes_are_known(conformance_product: Product) -> None:
-    modes = set(conformance_product.dump.debug_modes)
+def test_dump_debug_modes_are_known(geplug_conformance_product: Product) -> None:
+    modes = set(geplug_conformance_product.dump.debug_modes)
     unknown = sorted(modes - DUMP_DEBUG_MODES)
     assert not unknown, f"dump.debug_modes: unknown {unknown!r}"
 
 
-def test_every_kernel_meta_level_is_declared(conformance_product: Product) -> None:
-    levels = set(conformance_product.debug.kernel_meta)
+def test_every_kernel_meta_level_is_declared(geplug_conformance_product: Product) -> None:
+    levels = set(geplug_conformance_product.debug.kernel_meta)
     assert levels == {"0", "1", "2", "3", "4"}, (
         f"debug.kernel_meta must declare op_debug_level 0-4, got {sorted(levels)!r}")
 
 
-def test_kernel_meta_level_0_writes_nothing(conformance_product: Product) -> None:
-    assert tuple(conformance_product.debug.kernel_meta.get("0", ())) == (), (
+def test_kernel_meta_level_0_writes_nothing(geplug_conformance_product: Product) -> None:
+    assert tuple(geplug_conformance_product.debug.kernel_meta.get("0", ())) == (), (
         "debug.kernel_meta.0: op_debug_level 0 creates no kernel_meta (formats.md §5)")
 
 
-def test_kernel_meta_suffixes_are_known(conformance_product: Product) -> None:
-    debug = conformance_product.debug
+def test_kernel_meta_suffixes_are_known(geplug_conformance_product: Product) -> None:
+    debug = geplug_conformance_product.debug
     used = {s for files in (*debug.kernel_meta.values(), *debug.debug_config_files.values())
             for s in files}
     assert used <= set(KERNEL_META_SUFFIXES), (
         f"debug: unknown kernel_meta files {sorted(used - set(KERNEL_META_SUFFIXES))!r}")
 
 
-def test_debug_config_items_are_documented(conformance_product: Product) -> None:
-    items = set(conformance_product.debug.debug_config_files)
+def test_debug_config_items_are_documented(geplug_conformance_product: Product) -> None:
+    items = set(geplug_conformance_product.debug.debug_config_files)
     assert items <= DEBUG_CONFIG_ITEMS, (
         f"debug.debug_config_files: unknown items {sorted(items - DEBUG_CONFIG_ITEMS)!r}")
 
@@ -234,32 +241,32 @@ def test_debug_config_items_are_documented(conformance_product: Product) -> None
 # -- profiling --------------------------------------------------------------------------------
 
 
-def test_aic_metrics_default_is_declared(conformance_product: Product) -> None:
-    prof = conformance_product.profiling
+def test_aic_metrics_default_is_declared(geplug_conformance_product: Product) -> None:
+    prof = geplug_conformance_product.profiling
     assert prof.aic_metrics_default in prof.aic_metrics, (
         f"profiling.aic_metrics_default {prof.aic_metrics_default!r} not in aic_metrics")
 
 
-def test_every_aic_metrics_group_has_pmu_columns(conformance_product: Product) -> None:
-    prof = conformance_product.profiling
+def test_every_aic_metrics_group_has_pmu_columns(geplug_conformance_product: Product) -> None:
+    prof = geplug_conformance_product.profiling
     missing = [g for g in prof.aic_metrics if not prof.pmu_columns.get(g)]
     assert not missing, f"profiling.pmu_columns lacks the column block of {missing!r}"
 
 
-def test_aic_metrics_aliases_point_at_declared_groups(conformance_product: Product) -> None:
-    prof = conformance_product.profiling
+def test_aic_metrics_aliases_point_at_declared_groups(geplug_conformance_product: Product) -> None:
+    prof = geplug_conformance_product.profiling
     bad = {k: v for k, v in prof.aic_metrics_aliases.items() if v not in prof.aic_metrics}
     assert not bad, f"profiling.aic_metrics_aliases point at undeclared groups: {bad!r}"
 
 
-def test_frequency_options_are_known(conformance_product: Product) -> None:
-    names = set(conformance_product.profiling.frequencies)
+def test_frequency_options_are_known(geplug_conformance_product: Product) -> None:
+    names = set(geplug_conformance_product.profiling.frequencies)
     assert names <= FREQUENCY_OPTIONS, (
         f"profiling.frequencies: unknown options {sorted(names - FREQUENCY_OPTIONS)!r}")
 
 
-def test_frequency_ranges_hold_their_defaults(conformance_product: Product) -> None:
-    for name, rng in conformance_product.profiling.frequencies.items():
+def test_frequency_ranges_hold_their_defaults(geplug_conformance_product: Product) -> None:
+    for name, rng in geplug_conformance_product.profiling.frequencies.items():
         assert 1 <= rng.min <= rng.max, f"profiling.frequencies.{name}: [{rng.min}, {rng.max}]"
         if rng.default is not None:
             assert rng.min <= rng.default <= rng.max, f"profiling.frequencies.{name}.default"
@@ -267,8 +274,8 @@ def test_frequency_ranges_hold_their_defaults(conformance_product: Product) -> N
             assert top >= rng.min, f"profiling.frequencies.{name}.item_max.{item}"
 
 
-def test_instr_profiling_style_matches_frequencies(conformance_product: Product) -> None:
-    prof = conformance_product.profiling
+def test_instr_profiling_style_matches_frequencies(geplug_conformance_product: Product) -> None:
+    prof = geplug_conformance_product.profiling
     has_freq = "instr_profiling_freq" in prof.frequencies
     assert has_freq == (prof.instr_profiling == "frequency"), (
         f"profiling.instr_profiling = {prof.instr_profiling!r} but instr_profiling_freq is "
@@ -276,9 +283,9 @@ def test_instr_profiling_style_matches_frequencies(conformance_product: Product)
 
 
 def test_instr_profiling_exclusions_exactly_with_frequency_style(
-    conformance_product: Product,
+    geplug_conformance_product: Product,
 ) -> None:
-    prof = conformance_product.profiling
+    prof = geplug_conformance_product.profiling
     assert bool(prof.instr_profiling_exclusions) == (prof.instr_profiling == "frequency"), (
         "profiling.instr_profiling_exclusions: the keys instr_profiling_freq excludes are "
         f"declared exactly when instr_profiling = 'frequency' (options.md §11 R22), got "
@@ -287,8 +294,9 @@ def test_instr_profiling_exclusions_exactly_with_frequency_style(
     assert not unknown, f"profiling.instr_profiling_exclusions: unknown keys {unknown!r}"
 
 
-def test_sys_io_and_interconnect_targets_match_frequencies(conformance_product: Product) -> None:
-    prof = conformance_product.profiling
+def test_sys_io_and_interconnect_targets_match_frequencies(
+        geplug_conformance_product: Product) -> None:
+    prof = geplug_conformance_product.profiling
     assert bool(prof.sys_io_targets) == ("sys_io_sampling_freq" in prof.frequencies), (
         "profiling.sys_io_targets and frequencies.sys_io_sampling_freq: both or neither (R25)")
     assert bool(prof.interconnect_targets) == (
@@ -303,8 +311,8 @@ def _base_metric(column: str) -> str:
     return name.split("(", 1)[0]
 
 
-def test_pmu_na_metrics_match_declared_columns(conformance_product: Product) -> None:
-    prof = conformance_product.profiling
+def test_pmu_na_metrics_match_declared_columns(geplug_conformance_product: Product) -> None:
+    prof = geplug_conformance_product.profiling
     bases = {_base_metric(c) for cols in prof.pmu_columns.values() for c in cols}
     unmatched = [p for p in prof.pmu_na_metrics
                  if not any(fnmatch.fnmatchcase(b, p) for b in bases)]
@@ -313,8 +321,8 @@ def test_pmu_na_metrics_match_declared_columns(conformance_product: Product) -> 
         "(base names: no aic_/aiv_ prefix, no unit; formats.md §6.5)")
 
 
-def test_host_sys_items_are_known(conformance_product: Product) -> None:
-    items = set(conformance_product.profiling.host_sys)
+def test_host_sys_items_are_known(geplug_conformance_product: Product) -> None:
+    items = set(geplug_conformance_product.profiling.host_sys)
     unknown = sorted(items - HOST_SYS_ITEMS)
     assert not unknown, f"profiling.host_sys: unknown {unknown!r}"
 
@@ -322,8 +330,8 @@ def test_host_sys_items_are_known(conformance_product: Product) -> None:
 # -- compute model ----------------------------------------------------------------------------
 
 
-def test_compute_model_is_positive_and_approximate(conformance_product: Product) -> None:
-    c = conformance_product.compute
+def test_compute_model_is_positive_and_approximate(geplug_conformance_product: Product) -> None:
+    c = geplug_conformance_product.compute
     assert c.approximate, "compute.approximate must be true: public figures, not measurements"
     assert min(c.ai_cores, c.clock_mhz) > 0 and c.vector_cores >= 0, "compute core counts"
     assert min(c.memory_bandwidth_gbps, c.aicpu_gflops) > 0, "compute bandwidth / aicpu"
@@ -331,14 +339,14 @@ def test_compute_model_is_positive_and_approximate(conformance_product: Product)
     assert c.cube_tflops and c.vector_tflops, "compute.cube_tflops / vector_tflops are empty"
     bad = {k: v for k, v in {**c.cube_tflops, **c.vector_tflops}.items() if v <= 0}
     assert not bad, f"compute throughput must be positive: {bad!r}"
-    cube_ops = {d for op in _all_ops(conformance_product) if op.op_class == "matrix"
+    cube_ops = {d for op in _all_ops(geplug_conformance_product) if op.op_class == "matrix"
                 for d in op.aicore_dtypes if d.startswith(("float", "bfloat"))}
     missing = sorted(cube_ops - set(c.cube_tflops))
     assert not missing, f"compute.cube_tflops lacks float dtypes the cube ops take: {missing!r}"
 
 
-def test_host_link_is_positive(conformance_product: Product) -> None:
-    c = conformance_product.compute
+def test_host_link_is_positive(geplug_conformance_product: Product) -> None:
+    c = geplug_conformance_product.compute
     assert c.host_link_gbps > 0, f"compute.host_link_gbps must be > 0, got {c.host_link_gbps!r}"
     assert c.host_copy_overhead_us >= 0, (
         f"compute.host_copy_overhead_us must be >= 0, got {c.host_copy_overhead_us!r}")

@@ -1,33 +1,36 @@
-"""pytest plugin: fixtures over the installed products, shared by geplug and vendors.
+"""geplug's pytest plugin: prefixed fixtures and markers over the installed products.
 
-Registered through the ``pytest11`` entry point of the core, so it is active wherever geplug
-is installed:
+Opt-in: installing geplug changes nothing in another project's test run. Turn it on with
+``pytest -p geplug.testing``, ``pytest_plugins = ["geplug.testing"]`` in a root
+``conftest.py``, or the ini line ``addopts = "-p geplug.testing"``. Then:
 
-- ``product``: parametrised over every installed product (tests run once per product the
-  environment has; skipped when none is installed). Test ids are the product names.
-- ``@pytest.mark.product_capability("profiling.aic_metrics", "MemoryAccess")``: limits the
-  ``product`` parametrisation to products supporting that value (several markers combine).
-- ``product_registry``: the installed products (a
-  :class:`~geplug.products.ProductRegistry`, loaded once per session; read-only).
-- ``fresh_manager``: a freshly loaded :class:`~geplug.plugin.PluginManager`, installed as the
-  process-wide manager for the test and dropped afterwards.
-- :func:`require_product`: the named product, or a skip when it is not installed.
-- ``@pytest.mark.requires_products("atlas_a2", ...)`` (also as a module's ``pytestmark``):
-  skip unless every named product is installed - for tests about one specific family, so the
-  ``core`` and single-product tox environments skip them instead of failing.
-- ``fake_distribution``: write a fake installed distribution (``*.dist-info`` plus source)
-  and put it first on ``sys.path``; its modules are forgotten afterwards.
-- Tests inside a plugin package directory (one with its own ``pyproject.toml``, e.g.
-  ``plugins/atlas_a3/tests``) are not collected when that distribution is not installed (a
-  line in the summary says so), so one ``pytest tests plugins`` command serves every tox env.
-- ``conformance_product`` and ``--geplug-conformance=NAME[,NAME]``: the conformance suite of
-  :mod:`geplug.testing.conformance` over the named products.
+- ``geplug_product``: parametrised over the selected installed products (tests run once per
+  product; skipped when none is installed). Test ids are the product names.
+- ``--geplug-products=NAME[,NAME]`` (or the environment variable ``GEPLUG_PRODUCTS``): select
+  products for this run - single products even when one plugin package declares two. Unknown
+  or uninstalled names are a usage error.
+- ``@pytest.mark.geplug_product_capability("profiling.aic_metrics", "MemoryAccess")``: limits
+  the ``geplug_product`` parametrisation to products supporting that value (markers combine).
+- ``@pytest.mark.geplug_requires_products("atlas_a2", ...)`` (also as a module's
+  ``pytestmark``): skip unless every named product is installed and selected.
+- ``geplug_product_registry``: the installed products (loaded once per session; read-only).
+- ``geplug_fresh_manager``: a freshly loaded :class:`~geplug.plugin.PluginManager`, installed
+  as the process-wide manager for the test and dropped afterwards.
+- ``geplug_fake_distribution``: write a fake installed distribution and put it on ``sys.path``.
+- :func:`require_product`: the named product, or a skip when it is not installed/selected.
+- Tests inside a plugin package directory (one with its own ``pyproject.toml`` below the
+  rootdir) are not collected when that distribution is not installed (a summary line says so).
+- ``geplug_conformance_product`` and ``--geplug-conformance=NAME[,NAME]``: the conformance
+  suite of :mod:`geplug.testing.conformance` over the named products.
+- ini ``geplug_marker_aliases = true``: also honour the unprefixed marker names of geplug 0.1
+  (``requires_products``, ``product_capability``) - a transition aid.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,53 +44,31 @@ if TYPE_CHECKING:
     from geplug.plugin import PluginManager
     from geplug.products import Product, ProductRegistry
 
-__all__ = ["installed_products", "installed_registry", "require_product"]
+__all__ = ["installed_products", "installed_registry", "require_product", "selected_products"]
 
 CONFORMANCE_OPTION = "--geplug-conformance"
-_left_out: dict[str, str] = {}
-"""Distribution -> first directory left out because the distribution is not installed."""
+PRODUCTS_OPTION = "--geplug-products"
+PRODUCTS_ENV = "GEPLUG_PRODUCTS"
+ALIASES_INI = "geplug_marker_aliases"
 CONFORMANCE_ATTR = "GEPLUG_CONFORMANCE"
 """Module-level name a vendor's test module sets to the product(s) under test."""
 
+REQUIRES_MARKER = "geplug_requires_products"
+CAPABILITY_MARKER = "geplug_product_capability"
+_ALIASES = {REQUIRES_MARKER: "requires_products", CAPABILITY_MARKER: "product_capability"}
 
-def require_product(name: str) -> Product:
-    """The installed product ``name``; skips the calling test when it is not installed."""
-    registry = installed_registry()
-    if name in registry:
-        return registry.get(name)
-    pytest.skip(f"product {name!r} is not installed in this environment")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("geplug")
-    group.addoption(
-        CONFORMANCE_OPTION, action="store", default=None, metavar="NAME[,NAME]",
-        help="run geplug's product conformance suite on these installed products "
-             "('all' = every installed product)",
-    )
+_left_out_key = pytest.StashKey[dict[str, str]]()
+"""Distribution -> first directory left out because the distribution is not installed."""
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "product_capability(capability, value=True): parametrise `product` only over products "
-        "supporting value of the dotted capability",
-    )
-    config.addinivalue_line(
-        "markers",
-        "requires_products(*names): skip unless every named product is installed",
-    )
-    option = config.getoption(CONFORMANCE_OPTION, None)
-    if option:
-        from geplug.testing import conformance
+class _Active:
+    """The selection of the pytest run in progress (``None``: every installed product)."""
 
-        problem = _unknown_conformance_names(_split_names(str(option)))
-        if problem:
-            raise pytest.UsageError(f"{CONFORMANCE_OPTION}={option}: {problem}")
+    selection: tuple[str, ...] | None = None
 
-        path = str(conformance.__file__)
-        if path not in config.args:
-            config.args.append(path)
+
+_previous_key = pytest.StashKey["tuple[str, ...] | None"]()
+"""The selection before this run (restored at unconfigure: pytester nests runs)."""
 
 
 def _split_names(option: str) -> list[str]:
@@ -97,8 +78,103 @@ def _split_names(option: str) -> list[str]:
     return [n.strip() for n in option.split(",") if n.strip()]
 
 
-def _unknown_conformance_names(names: list[str]) -> str:
-    """Why some of ``names`` cannot be conformance-tested ("" when all are installed)."""
+def selected_products() -> list[Product]:
+    """The installed products this run is about (``--geplug-products`` / ``GEPLUG_PRODUCTS``)."""
+    products = installed_products()
+    if _Active.selection is None:
+        return products
+    return [p for p in products if p.name in _Active.selection]
+
+
+def _not_selected(name: str) -> bool:
+    return _Active.selection is not None and name not in _Active.selection
+
+
+def require_product(name: str) -> Product:
+    """The installed product ``name``; skips the calling test when it is not installed (or
+    not among the products selected for this run)."""
+    registry = installed_registry()
+    if name not in registry:
+        pytest.skip(f"product {name!r} is not installed in this environment")
+    if _not_selected(name):
+        pytest.skip(f"product {name!r} is not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV})")
+    return registry.get(name)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("geplug")
+    group.addoption(
+        CONFORMANCE_OPTION, action="store", default=None, metavar="NAME[,NAME]",
+        help="run geplug's product conformance suite on these installed products "
+             "('all' = every selected product)",
+    )
+    group.addoption(
+        PRODUCTS_OPTION, action="store", default=None, metavar="NAME[,NAME]",
+        help=f"run product tests only for these installed products (default: the environment "
+             f"variable {PRODUCTS_ENV}, else every installed product)",
+    )
+    parser.addini(ALIASES_INI, type="bool", default=False,
+                  help="also honour geplug 0.1's unprefixed marker names (requires_products, "
+                       "product_capability)")
+
+
+def _read_selection(config: pytest.Config) -> tuple[str, ...] | None:
+    option = config.getoption(PRODUCTS_OPTION, None)
+    source = PRODUCTS_OPTION
+    if not option:
+        option, source = os.environ.get(PRODUCTS_ENV, ""), PRODUCTS_ENV
+    if not option.strip() or option.strip() == "all":
+        return None
+    names = _split_names(option)
+    problem = _unknown_names(names)
+    if problem:
+        raise pytest.UsageError(f"{source}={option}: {problem}")
+    return tuple(names)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{CAPABILITY_MARKER}(capability, value=True): parametrise `geplug_product` only over "
+        "products supporting value of the dotted capability",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{REQUIRES_MARKER}(*names): skip unless every named product is installed and selected",
+    )
+    if config.getini(ALIASES_INI):
+        for prefixed, alias in _ALIASES.items():
+            config.addinivalue_line("markers", f"{alias}: alias of {prefixed} (geplug 0.1 name)")
+    config.stash[_left_out_key] = {}
+    config.stash[_previous_key] = _Active.selection
+    _Active.selection = _read_selection(config)
+    option = config.getoption(CONFORMANCE_OPTION, None)
+    if option:
+        from geplug.testing import conformance
+
+        problem = _unknown_names(_split_names(str(option)))
+        if problem:
+            raise pytest.UsageError(f"{CONFORMANCE_OPTION}={option}: {problem}")
+
+        path = str(conformance.__file__)
+        if path not in config.args:
+            config.args.append(path)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _Active.selection = config.stash.get(_previous_key, None)
+
+
+def _markers(node: pytest.Item, name: str) -> list[pytest.Mark]:
+    """Markers ``name`` of a node, plus those of its unprefixed alias where turned on."""
+    found = list(node.iter_markers(name))
+    if node.config.getini(ALIASES_INI):
+        found += list(node.iter_markers(_ALIASES[name]))
+    return found
+
+
+def _unknown_names(names: list[str]) -> str:
+    """Why some of ``names`` are not installed products ("" when all are installed)."""
     from geplug.errors import UnknownProductError
 
     registry = installed_registry()
@@ -106,7 +182,7 @@ def _unknown_conformance_names(names: list[str]) -> str:
         try:
             registry.get(name)
         except UnknownProductError as exc:
-            listing = f" (installed products: {', '.join(registry.names())})"
+            listing = f" (installed products: {', '.join(registry.names()) or 'none'})"
             return f"{exc}{listing if exc.suggestions else ''}; name installed products or 'all'"
     return ""
 
@@ -119,7 +195,7 @@ def _conformance_names(metafunc: pytest.Metafunc) -> list[str] | None:
     if not declared:
         return None
     names = [declared] if isinstance(declared, str) else [str(n) for n in declared]
-    problem = _unknown_conformance_names(names)
+    problem = _unknown_names(names)
     if problem:
         raise pytest.Collector.CollectError(
             f"{metafunc.module.__name__}.{CONFORMANCE_ATTR} = {declared!r}: {problem}")
@@ -128,7 +204,8 @@ def _conformance_names(metafunc: pytest.Metafunc) -> list[str] | None:
 
 @functools.lru_cache(maxsize=256)
 def _uninstalled_distribution(directory: Path, rootdir: Path) -> str | None:
-    """The distribution whose source tree holds ``directory``, when it is not installed."""
+    """The distribution whose source tree (below ``rootdir``) holds ``directory``, when it is
+    not installed. Only the folders between ``directory`` and ``rootdir`` are read."""
     from importlib import metadata
 
     for folder in (directory, *directory.parents):
@@ -158,65 +235,71 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     missing = _uninstalled_distribution(directory, Path(str(config.rootpath)).resolve())
     if missing is None:
         return None
-    _left_out.setdefault(missing, str(directory))
+    config.stash.setdefault(_left_out_key, {}).setdefault(missing, str(directory))
     return True
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip tests marked ``requires_products`` whose products are not all installed."""
-    for marker in item.iter_markers("requires_products"):
+    """Skip tests marked ``geplug_requires_products`` whose products are not all installed
+    (or not all selected)."""
+    for marker in _markers(item, REQUIRES_MARKER):
         registry = installed_registry()
         missing = [name for name in marker.args if name not in registry]
         if missing:
             pytest.skip(f"product(s) not installed in this environment: {', '.join(missing)}")
+        unselected = [name for name in marker.args if _not_selected(name)]
+        if unselected:
+            pytest.skip(f"product(s) not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV}): "
+                        f"{', '.join(unselected)}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for dist, where in sorted(_left_out.items()):
+    left_out = terminalreporter.config.stash.get(_left_out_key, {})
+    for dist, where in sorted(left_out.items()):
         terminalreporter.write_line(
             f"geplug: not collected, distribution {dist!r} is not installed: {where}")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "conformance_product" in metafunc.fixturenames:
+    if "geplug_conformance_product" in metafunc.fixturenames:
         names = _conformance_names(metafunc)
         if names is None:
-            names = [p.name for p in installed_products()]
+            names = [p.name for p in selected_products()]
         if not names:
-            metafunc.parametrize("conformance_product", [pytest.param(
+            metafunc.parametrize("geplug_conformance_product", [pytest.param(
                 None, marks=pytest.mark.skip(reason="no product plugin installed"))])
         else:
-            metafunc.parametrize("conformance_product", names, ids=names, indirect=True)
-    if "product" not in metafunc.fixturenames:
+            metafunc.parametrize("geplug_conformance_product", names, ids=names, indirect=True)
+    if "geplug_product" not in metafunc.fixturenames:
         return
-    products = installed_products()
-    for marker in metafunc.definition.iter_markers("product_capability"):
+    products = selected_products()
+    for marker in _markers(metafunc.definition, CAPABILITY_MARKER):
         capability = marker.args[0]
         value = marker.args[1] if len(marker.args) > 1 else marker.kwargs.get("value", True)
         products = [p for p in products if p.supports(capability, value)]
     if not products:
         metafunc.parametrize(
-            "product",
+            "geplug_product",
             [pytest.param(None, marks=pytest.mark.skip(reason="no matching product installed"))],
         )
         return
-    metafunc.parametrize("product", products, ids=[p.name for p in products])
+    metafunc.parametrize("geplug_product", products, ids=[p.name for p in products])
 
 
 @pytest.fixture
-def conformance_product(request: pytest.FixtureRequest) -> Product:
+def geplug_conformance_product(request: pytest.FixtureRequest) -> Product:
     """The product under conformance test (an error, not a skip, when it is not installed)."""
     return installed_registry().get(request.param)
 
 
 @pytest.fixture(scope="session")
-def product_registry() -> ProductRegistry:
+def geplug_product_registry() -> ProductRegistry:
     """The installed products, loaded once per test session (warnings muted)."""
     return installed_registry()
 
 
 @pytest.fixture
-def fresh_manager() -> Iterator[PluginManager]:
+def geplug_fresh_manager() -> Iterator[PluginManager]:
     """A newly loaded plugin manager, also the process-wide one for this test."""
     from geplug.plugin import PluginManager, reset_manager
 
@@ -227,7 +310,7 @@ def fresh_manager() -> Iterator[PluginManager]:
 
 
 @pytest.fixture
-def fake_distribution(
+def geplug_fake_distribution(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[..., Path]]:
     """``make(name, version=..., entry_points={...}, files={...}, path=None) -> root``.

@@ -15,7 +15,7 @@ from geplug.config import SessionConfig, check, resolve
 from geplug.config.parse import parse_ge_options, parse_mapping
 from geplug.config.problems import Problem, unique
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 def test_r7_exception_dump_1_with_data_dump_warns(a2: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from geplug.cli.main import main
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 def _toml(tmp_path: Path, text: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from geplug.cli.main import main
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

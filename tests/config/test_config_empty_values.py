@@ -9,7 +9,7 @@ from config_helpers import errors_on, problems_of
 
 from geplug.config.options import OPTIONS
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 def test_empty_debug_dir_is_an_error(a2: Any) -> None:

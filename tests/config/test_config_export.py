@@ -16,7 +16,7 @@ from geplug.config.export import export_report, export_values
 from geplug.errors import ConfigError
 from geplug.testing.plugin import require_product
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 _text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
                 min_size=1, max_size=20)

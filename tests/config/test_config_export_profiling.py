@@ -10,7 +10,7 @@ import pytest
 from geplug.config import ProfilingOptions, SessionConfig, export, read_export, resolve
 from geplug.config.export import export_report
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 _CASES = [
     ("tf", "ge", SessionConfig(front_end="tf", profiling_mode=True)),

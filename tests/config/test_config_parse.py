@@ -105,18 +105,18 @@ def test_load_config_accepts_none_config_and_mapping() -> None:
     assert load_config({"precision_mode": "force_fp32"}) == config
 
 
-def test_seed_example_reads_and_checks_clean(product: Any) -> None:
+def test_seed_example_reads_and_checks_clean(geplug_product: Any) -> None:
     """The seed's initialize_system example: parameter_map["use_off_line"].b = True; clean on
     every product that supports initialize_system, refused (only for that) elsewhere."""
     config = SessionConfig.from_tf_parameter_map({"use_off_line": True})
     assert config.use_off_line is True
-    problems = check(config, product, env={}, for_initialize_system=True)
-    expected = [] if product.runtime.initialize_system else ["initialize_system"]
+    problems = check(config, geplug_product, env={}, for_initialize_system=True)
+    expected = [] if geplug_product.runtime.initialize_system else ["initialize_system"]
     assert [p.option for p in problems] == expected
 
 
-def test_empty_config_checks_clean_on_every_product(product: Any) -> None:
-    assert check(SessionConfig(), product, env={}) == []
+def test_empty_config_checks_clean_on_every_product(geplug_product: Any) -> None:
+    assert check(SessionConfig(), geplug_product, env={}) == []
 
 
 class _AttrValue:

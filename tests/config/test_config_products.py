@@ -22,18 +22,18 @@ TYPICAL = {
 
 @pytest.mark.parametrize(("to", "front_end"), [("ge", "ge"), ("tf", "tf"), ("atc", "atc"),
                                                ("torch_npu", "torch")])
-def test_export_reads_back_on_every_product(product: Any, to: str, front_end: str) -> None:
+def test_export_reads_back_on_every_product(geplug_product: Any, to: str, front_end: str) -> None:
     config = SessionConfig.from_mapping(TYPICAL)
-    values, _ = export_values(config, product, to)
-    assert read_export(export(config, product, to), to) == SessionConfig(front_end=front_end,
+    values, _ = export_values(config, geplug_product, to)
+    assert read_export(export(config, geplug_product, to), to) == SessionConfig(front_end=front_end,
                                                                          **values)
 
 
-def test_all_products_matrix_has_one_object_per_product(product: Any, tmp_path: Path,
+def test_all_products_matrix_has_one_object_per_product(geplug_product: Any, tmp_path: Path,
                                                         capsys: Any) -> None:
     path = tmp_path / "s.toml"
     path.write_text('dump_mode = "all"\n')
     assert main(["check", str(path), "--all-products", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert product.name in [o["product"] for o in data["products"]]
+    assert geplug_product.name in [o["product"] for o in data["products"]]
     assert all(set(o) >= {"product", "problems"} for o in data["products"])

@@ -12,7 +12,7 @@ from config_helpers import errors_on, problems_of, warnings_on
 from geplug.cli.main import main
 from geplug.config import SessionConfig, resolve
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 BAD_ENV = {"PROFILING_MODE": "true",
            "PROFILING_OPTIONS": '{"output":"/x","task_time":"on","sys_hardware_mem_freq":50}'}

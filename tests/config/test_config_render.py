@@ -83,7 +83,7 @@ def test_malformed_toml_file_does_not_show_none(tmp_path: Path) -> None:
     assert _bad(line) == []
 
 
-@pytest.mark.requires_products("atlas_a2")
+@pytest.mark.geplug_requires_products("atlas_a2")
 def test_atc_without_soc_version_does_not_show_none(a2: Any) -> None:
     config, _ = parse_atc_args("--op_debug_level=3")
     line = errors_on(check(config, a2, env={}), "soc_version")[0].render()
@@ -91,14 +91,14 @@ def test_atc_without_soc_version_does_not_show_none(a2: Any) -> None:
     assert _bad(line) == []
 
 
-@pytest.mark.requires_products("atlas_a2")
+@pytest.mark.geplug_requires_products("atlas_a2")
 def test_dump_step_reports_every_bad_item(a2: Any) -> None:
     errors = errors_on(problems_of({"dump_step": "5-3|-1"}, a2), "dump_step")
     assert len(errors) == 2
     assert "'5-3'" in errors[0].message and "'-1'" in errors[1].message
 
 
-@pytest.mark.requires_products("atlas_a2")
+@pytest.mark.geplug_requires_products("atlas_a2")
 def test_dump_step_good_items_beside_bad_ones_are_not_reported(a2: Any) -> None:
     errors = errors_on(problems_of({"dump_step": "0|x|5-9|9-2|7"}, a2), "dump_step")
     assert [e.message.count("'x'") + e.message.count("'9-2'") for e in errors] == [1, 1]

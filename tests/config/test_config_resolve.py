@@ -15,8 +15,8 @@ def _resolve(mapping: dict[str, Any], product: Any, env: dict[str, str] | None =
     return resolve(SessionConfig.from_mapping(mapping), product, env=env or {}, cwd=cwd)
 
 
-def test_every_product_defaults_exactly_one_precision_mode(product: Any) -> None:
-    resolved = _resolve({}, product)
+def test_every_product_defaults_exactly_one_precision_mode(geplug_product: Any) -> None:
+    resolved = _resolve({}, geplug_product)
     c = resolved.config
     assert (c.precision_mode is None) != (c.precision_mode_v2 is None)
 

@@ -50,7 +50,7 @@ def test_named_soc_matching_soc_version_is_quiet(a2: Any) -> None:
     assert not [p for p in problems if p.option == "soc_version"]
 
 
-@pytest.mark.requires_products("atlas_a2")
+@pytest.mark.geplug_requires_products("atlas_a2")
 def test_cli_export_by_soc_writes_that_soc(tmp_path: Any, capsys: Any) -> None:
     from geplug.cli.main import main
 
@@ -60,7 +60,7 @@ def test_cli_export_by_soc_writes_that_soc(tmp_path: Any, capsys: Any) -> None:
     assert "--soc_version=Ascend910B3" in capsys.readouterr().out
 
 
-@pytest.mark.requires_products("atlas_a2")
+@pytest.mark.geplug_requires_products("atlas_a2")
 def test_cli_export_by_product_warns_about_the_default_soc(tmp_path: Any, capsys: Any) -> None:
     from geplug.cli.main import main
 

@@ -10,7 +10,7 @@ import pytest
 
 from geplug.config import ResolvedConfig, SessionConfig, Source, resolve
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 FIXED = {Source.USER, Source.PRODUCT_DEFAULT, Source.RUN_MODE_DEFAULT, Source.BUILTIN_DEFAULT}
 NOT_VALUES = {"product", "config", "sources"}

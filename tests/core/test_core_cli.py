@@ -262,7 +262,7 @@ def test_describe_into_a_closed_pipe_exits_without_a_traceback(two_products, mon
     assert "Traceback" not in capsys.readouterr().err
 
 
-@pytest.mark.requires_products("atlas_a2")
+@pytest.mark.geplug_requires_products("atlas_a2")
 def test_check_naming_a_product_of_a_disabled_plugin_says_disabled(
     tmp_path, monkeypatch, capsys
 ) -> None:

@@ -10,13 +10,13 @@ from geplug.testing.conformance import check_product
 from geplug.testing.samples import minimal_toml
 
 
-def test_installed_product_conforms(product) -> None:
-    assert check_product(product) == []
+def test_installed_product_conforms(geplug_product) -> None:
+    assert check_product(geplug_product) == []
 
 
-@pytest.mark.product_capability("runtime.initialize_system", False)
-def test_product_without_initialize_system_has_no_training(product) -> None:
-    assert not product.runtime.training or product.runtime.initialize_system
+@pytest.mark.geplug_product_capability("runtime.initialize_system", False)
+def test_product_without_initialize_system_has_no_training(geplug_product) -> None:
+    assert not geplug_product.runtime.training or geplug_product.runtime.initialize_system
 
 
 def test_check_product_reports_each_broken_rule(write_toml) -> None:
@@ -46,7 +46,7 @@ def test_conformance_option_runs_the_suite_with_plain_pytest(tmp_path) -> None:
 
     (tmp_path / "test_nothing.py").write_text("def test_placeholder():\n    pass\n")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--geplug-conformance=all", "-q",
+        [sys.executable, "-m", "pytest", "-p", "geplug.testing", "--geplug-conformance=all", "-q",
          "-p", "no:cacheprovider", str(tmp_path)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
@@ -84,7 +84,8 @@ def test_conformance_option_with_unknown_product_is_one_usage_error(tmp_path) ->
 
     (tmp_path / "test_nothing.py").write_text("def test_placeholder():\n    pass\n")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--geplug-conformance=nosuch", "-q",
+        [sys.executable, "-m", "pytest", "-p", "geplug.testing", "--geplug-conformance=nosuch",
+         "-q",
          "-p", "no:cacheprovider", str(tmp_path)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )

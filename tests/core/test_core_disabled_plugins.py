@@ -37,9 +37,9 @@ def _install_backend(fake_distribution, package: str = "mybackend") -> None:
 
 
 def test_product_of_a_disabled_plugin_is_reported_as_disabled(
-    fake_distribution, monkeypatch
+    geplug_fake_distribution, monkeypatch
 ) -> None:
-    _install_card(fake_distribution, "goodcard")
+    _install_card(geplug_fake_distribution, "goodcard")
     monkeypatch.setenv(DISABLE_ENV, "goodcard")
     with pytest.raises(UnknownProductError) as info:
         PluginManager().load().products().get("goodcard")
@@ -50,73 +50,76 @@ def test_product_of_a_disabled_plugin_is_reported_as_disabled(
 
 
 def test_soc_string_of_a_disabled_plugin_is_reported_as_disabled(
-    fake_distribution, monkeypatch
+    geplug_fake_distribution, monkeypatch
 ) -> None:
-    _install_card(fake_distribution, "goodcard", socs=("CardSoC7",))
+    _install_card(geplug_fake_distribution, "goodcard", socs=("CardSoC7",))
     monkeypatch.setenv(DISABLE_ENV, "goodcard")
     with pytest.raises(UnknownProductError, match="disabled by GEPLUG_DISABLE_PLUGINS"):
         PluginManager().load().products().get("cardsoc7")
 
 
-def test_product_of_a_plugin_failing_to_import_says_it_was_skipped(fake_distribution) -> None:
-    _install_card(fake_distribution, "brokencard", hooks="raise RuntimeError('kaboom')\n")
+def test_product_of_a_plugin_failing_to_import_says_it_was_skipped(
+        geplug_fake_distribution) -> None:
+    _install_card(geplug_fake_distribution, "brokencard", hooks="raise RuntimeError('kaboom')\n")
     with pytest.warns(PluginSkippedWarning):
         registry = PluginManager().load().products()
     with pytest.raises(UnknownProductError, match=r"installed but was skipped.*kaboom"):
         registry.get("brokencard")
 
 
-def test_really_unknown_product_still_names_the_closest(fake_distribution, monkeypatch) -> None:
-    _install_card(fake_distribution, "goodcard")
-    _install_card(fake_distribution, "othercard", socs=("OtherSoC1",))
+def test_really_unknown_product_still_names_the_closest(
+        geplug_fake_distribution, monkeypatch) -> None:
+    _install_card(geplug_fake_distribution, "goodcard")
+    _install_card(geplug_fake_distribution, "othercard", socs=("OtherSoC1",))
     monkeypatch.setenv(DISABLE_ENV, "othercard")
     with pytest.raises(UnknownProductError, match=r"unknown product 'goodcrd'.*'goodcard'"):
         PluginManager().load().products().get("goodcrd")
 
 
-def test_backend_hint_names_a_disabled_backend(fake_distribution, monkeypatch) -> None:
-    _install_backend(fake_distribution)
-    _install_card(fake_distribution, "goodcard")
+def test_backend_hint_names_a_disabled_backend(geplug_fake_distribution, monkeypatch) -> None:
+    _install_backend(geplug_fake_distribution)
+    _install_card(geplug_fake_distribution, "goodcard")
     monkeypatch.setenv(DISABLE_ENV, "mybackend,goodcard")
     hint = PluginManager().load().backend_hint()
     assert "plugin 'mybackend' (fake-mybackend 3.1) is installed but disabled" in hint
     assert "goodcard" not in hint  # a product plugin is not a backend
 
 
-def test_backend_hint_without_a_disabled_backend_says_install(fake_distribution) -> None:
-    _install_card(fake_distribution, "goodcard")
+def test_backend_hint_without_a_disabled_backend_says_install(geplug_fake_distribution) -> None:
+    _install_card(geplug_fake_distribution, "goodcard")
     assert PluginManager().load().backend_hint() == "install geplug-simulator"
 
 
 def test_backend_hint_for_a_named_backend_explains_that_one(
-    fake_distribution, monkeypatch
+    geplug_fake_distribution, monkeypatch
 ) -> None:
-    _install_backend(fake_distribution)
+    _install_backend(geplug_fake_distribution)
     monkeypatch.setenv(DISABLE_ENV, "mybackend")
     manager = PluginManager().load()
     assert "disabled by GEPLUG_DISABLE_PLUGINS" in manager.backend_hint("mybackend")
     assert manager.backend_hint("notinstalled") == ""
 
 
-def test_disabled_report_lists_the_blocked_plugins(fake_distribution, monkeypatch) -> None:
-    _install_card(fake_distribution, "goodcard")
+def test_disabled_report_lists_the_blocked_plugins(geplug_fake_distribution, monkeypatch) -> None:
+    _install_card(geplug_fake_distribution, "goodcard")
     monkeypatch.setenv(DISABLE_ENV, "goodcard")
     names = [r.name for r in PluginManager().load().disabled_report()]
     assert names == ["goodcard"]
 
 
 def test_disable_name_matching_no_plugin_warns_with_the_closest(
-    fake_distribution, monkeypatch
+    geplug_fake_distribution, monkeypatch
 ) -> None:
-    _install_card(fake_distribution, "goodcard")
+    _install_card(geplug_fake_distribution, "goodcard")
     monkeypatch.setenv(DISABLE_ENV, "goodcrd")
     with pytest.warns(PluginNameWarning, match=r"'goodcrd'.*matches no installed plugin.*"
                                                r"did you mean 'goodcard'"):
         PluginManager().load()
 
 
-def test_disable_name_matching_a_plugin_does_not_warn(fake_distribution, monkeypatch) -> None:
-    _install_card(fake_distribution, "goodcard")
+def test_disable_name_matching_a_plugin_does_not_warn(
+        geplug_fake_distribution, monkeypatch) -> None:
+    _install_card(geplug_fake_distribution, "goodcard")
     monkeypatch.setenv(DISABLE_ENV, "goodcard,dump")
     with warnings.catch_warnings():
         warnings.simplefilter("error", PluginNameWarning)

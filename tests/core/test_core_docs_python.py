@@ -10,7 +10,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 def _python_blocks(path: Path) -> list[str]:
@@ -34,7 +34,7 @@ def test_configuration_md_first_python_example_runs(tmp_path, monkeypatch) -> No
     assert os.getcwd() == str(tmp_path)
 
 
-@pytest.mark.requires_products("atlas_train")
+@pytest.mark.geplug_requires_products("atlas_train")
 def test_readme_python_api_example_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("geplug_simulator")
     import numpy as np

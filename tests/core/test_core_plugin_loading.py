@@ -25,8 +25,8 @@ def _record(manager: PluginManager, name: str):
     return next(r for r in manager.report() if r.name == name)
 
 
-def test_plugin_of_an_installed_distribution_is_loaded(fake_distribution) -> None:
-    _install(fake_distribution, "fake-good", "goodcard", version="2.5")
+def test_plugin_of_an_installed_distribution_is_loaded(geplug_fake_distribution) -> None:
+    _install(geplug_fake_distribution, "fake-good", "goodcard", version="2.5")
     manager = PluginManager().load()
     record = _record(manager, "goodcard")
     assert (record.status, record.distribution, record.version) == ("loaded", "fake-good", "2.5")
@@ -34,16 +34,16 @@ def test_plugin_of_an_installed_distribution_is_loaded(fake_distribution) -> Non
     assert manager.products().get("goodcard").distribution == "fake-good 2.5"
 
 
-def test_builtin_plugins_are_registered_before_entry_points(fake_distribution) -> None:
-    _install(fake_distribution, "fake-good", "goodcard")
+def test_builtin_plugins_are_registered_before_entry_points(geplug_fake_distribution) -> None:
+    _install(geplug_fake_distribution, "fake-good", "goodcard")
     report = PluginManager().load().report()
     origins = [r.origin for r in report]
     assert origins.index("entry point") > max(i for i, o in enumerate(origins) if o == "builtin")
 
 
-def test_plugin_failing_to_import_is_skipped_and_others_load(fake_distribution) -> None:
-    _install(fake_distribution, "fake-good", "goodcard")
-    _install(fake_distribution, "fake-broken", "brokencard",
+def test_plugin_failing_to_import_is_skipped_and_others_load(geplug_fake_distribution) -> None:
+    _install(geplug_fake_distribution, "fake-good", "goodcard")
+    _install(geplug_fake_distribution, "fake-broken", "brokencard",
              hooks="raise RuntimeError('kaboom at import')\n")
     with pytest.warns(PluginSkippedWarning, match=r"'brokencard'.*fake-broken 1\.0.*kaboom"):
         manager = PluginManager().load()
@@ -52,9 +52,9 @@ def test_plugin_failing_to_import_is_skipped_and_others_load(fake_distribution) 
     assert manager.products().names() == ["goodcard"]
 
 
-def test_misspelled_hook_name_is_refused_loudly(fake_distribution) -> None:
+def test_misspelled_hook_name_is_refused_loudly(geplug_fake_distribution) -> None:
     body = "@hookimpl\ndef geplug_capabilites():\n    return []\n"
-    _install(fake_distribution, "fake-typo", "typocard", body=body)
+    _install(geplug_fake_distribution, "fake-typo", "typocard", body=body)
     with pytest.warns(PluginSkippedWarning, match=r"unknown hook 'geplug_capabilites'.*"
                                                   r"did you mean 'geplug_capabilities'"):
         manager = PluginManager().load()
@@ -62,28 +62,28 @@ def test_misspelled_hook_name_is_refused_loudly(fake_distribution) -> None:
     assert "typocard" not in manager.loaded()
 
 
-def test_hook_with_a_wrong_argument_name_is_refused(fake_distribution) -> None:
+def test_hook_with_a_wrong_argument_name_is_refused(geplug_fake_distribution) -> None:
     body = "@hookimpl\ndef geplug_dump(evnt):\n    return None\n"
-    _install(fake_distribution, "fake-args", "argscard", body=body)
+    _install(geplug_fake_distribution, "fake-args", "argscard", body=body)
     with pytest.warns(PluginSkippedWarning, match="invalid hook implementation"):
         manager = PluginManager().load()
     assert _record(manager, "argscard").status == "skipped"
 
 
-def test_capabilities_hook_raising_skips_the_plugin(fake_distribution) -> None:
+def test_capabilities_hook_raising_skips_the_plugin(geplug_fake_distribution) -> None:
     body = "@hookimpl\ndef geplug_capabilities():\n    raise ValueError('no data today')\n"
-    _install(fake_distribution, "fake-raise", "raisecard", body=body)
-    _install(fake_distribution, "fake-good", "goodcard")
+    _install(geplug_fake_distribution, "fake-raise", "raisecard", body=body)
+    _install(geplug_fake_distribution, "fake-good", "goodcard")
     with pytest.warns(PluginSkippedWarning, match=r"geplug_capabilities raised ValueError"):
         products = (manager := PluginManager().load()).products()
     assert products.names() == ["goodcard"]
     assert _record(manager, "raisecard").status == "skipped"
 
 
-def test_invalid_capabilities_skip_the_plugin_naming_file_and_key(fake_distribution) -> None:
+def test_invalid_capabilities_skip_the_plugin_naming_file_and_key(geplug_fake_distribution) -> None:
     bad = minimal_toml("badcard", ("BadSoC",)).replace('l2 = "l2"', "l2 = 2")
-    _install(fake_distribution, "fake-bad", "badcard", bad)
-    _install(fake_distribution, "fake-good", "goodcard")
+    _install(geplug_fake_distribution, "fake-bad", "badcard", bad)
+    _install(geplug_fake_distribution, "fake-good", "goodcard")
     with pytest.warns(PluginSkippedWarning, match=r"capabilities\.toml.*profiling\.l2: expected "
                                                   r"a string, got 2"):
         products = (manager := PluginManager().load()).products()
@@ -91,8 +91,8 @@ def test_invalid_capabilities_skip_the_plugin_naming_file_and_key(fake_distribut
     assert "profiling.l2" in _record(manager, "badcard").reason
 
 
-def test_incompatible_plugin_api_version_is_refused(fake_distribution) -> None:
-    _install(fake_distribution, "fake-future", "futurecard", api=99)
+def test_incompatible_plugin_api_version_is_refused(geplug_fake_distribution) -> None:
+    _install(geplug_fake_distribution, "fake-future", "futurecard", api=99)
     with pytest.warns(PluginSkippedWarning, match=r"incompatible plugin API "
                                                   r"\(GEPLUG_PLUGIN_API = 99\)"):
         manager = PluginManager().load()
@@ -100,18 +100,18 @@ def test_incompatible_plugin_api_version_is_refused(fake_distribution) -> None:
     assert "futurecard" not in manager.products()
 
 
-def test_plugin_without_api_version_is_refused(fake_distribution) -> None:
+def test_plugin_without_api_version_is_refused(geplug_fake_distribution) -> None:
     hooks = "from geplug import hookimpl\n@hookimpl\ndef geplug_capabilities():\n    return []\n"
-    _install(fake_distribution, "fake-noapi", "noapicard", hooks=hooks)
+    _install(geplug_fake_distribution, "fake-noapi", "noapicard", hooks=hooks)
     with pytest.warns(PluginSkippedWarning, match="no GEPLUG_PLUGIN_API"):
         manager = PluginManager().load()
     assert _record(manager, "noapicard").status == "skipped"
 
 
-def test_two_plugins_declaring_one_product_raise_one_conflict(fake_distribution) -> None:
-    _install(fake_distribution, "fake-one", "cardone", minimal_toml("shared", ("S1",)),
+def test_two_plugins_declaring_one_product_raise_one_conflict(geplug_fake_distribution) -> None:
+    _install(geplug_fake_distribution, "fake-one", "cardone", minimal_toml("shared", ("S1",)),
              version="1.1")
-    _install(fake_distribution, "fake-two", "cardtwo", minimal_toml("shared", ("S2",)),
+    _install(geplug_fake_distribution, "fake-two", "cardtwo", minimal_toml("shared", ("S2",)),
              version="2.2")
     manager = PluginManager().load()
     with pytest.raises(PluginConflictError) as info:
@@ -120,27 +120,28 @@ def test_two_plugins_declaring_one_product_raise_one_conflict(fake_distribution)
     assert info.value.providers == ("fake-one 1.1", "fake-two 2.2")
 
 
-def test_same_entry_point_name_from_two_distributions_is_a_conflict(fake_distribution) -> None:
-    _install(fake_distribution, "fake-orig", "origcard", minimal_toml("dup", ("D1",)),
+def test_same_entry_point_name_from_two_distributions_is_a_conflict(
+        geplug_fake_distribution) -> None:
+    _install(geplug_fake_distribution, "fake-orig", "origcard", minimal_toml("dup", ("D1",)),
              entry="dup")
-    _install(fake_distribution, "fake-fork", "forkcard", minimal_toml("dup", ("D2",)),
+    _install(geplug_fake_distribution, "fake-fork", "forkcard", minimal_toml("dup", ("D2",)),
              entry="dup")
     with pytest.raises(PluginConflictError, match=r"fake-fork 1\.0.*fake-orig 1\.0|"
                                                   r"fake-orig 1\.0.*fake-fork 1\.0"):
         PluginManager().load().products()
 
 
-def test_conflict_is_kept_by_the_report_instead_of_raised(fake_distribution) -> None:
-    _install(fake_distribution, "fake-one", "cardone", minimal_toml("shared", ("S1",)))
-    _install(fake_distribution, "fake-two", "cardtwo", minimal_toml("shared", ("S2",)))
+def test_conflict_is_kept_by_the_report_instead_of_raised(geplug_fake_distribution) -> None:
+    _install(geplug_fake_distribution, "fake-one", "cardone", minimal_toml("shared", ("S1",)))
+    _install(geplug_fake_distribution, "fake-two", "cardtwo", minimal_toml("shared", ("S2",)))
     manager = PluginManager().load()
     manager.report()
     assert isinstance(manager.conflict, PluginConflictError)
 
 
-def test_disable_variable_blocks_named_plugins(fake_distribution, monkeypatch) -> None:
-    _install(fake_distribution, "fake-good", "goodcard")
-    _install(fake_distribution, "fake-other", "othercard")
+def test_disable_variable_blocks_named_plugins(geplug_fake_distribution, monkeypatch) -> None:
+    _install(geplug_fake_distribution, "fake-good", "goodcard")
+    _install(geplug_fake_distribution, "fake-other", "othercard")
     monkeypatch.setenv(DISABLE_ENV, " goodcard , profiling")
     manager = PluginManager().load()
     assert _record(manager, "goodcard").status == "disabled"

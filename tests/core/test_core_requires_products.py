@@ -10,11 +10,11 @@ def test_requires_products_skips_when_a_product_is_missing(pytester) -> None:  #
         """
         import pytest
 
-        @pytest.mark.requires_products("no_such_product_xyz")
+        @pytest.mark.geplug_requires_products("no_such_product_xyz")
         def test_needs_it():
             raise AssertionError("must not run")
         """
     )
-    result = pytester.runpytest()
+    result = pytester.runpytest("-p", "geplug.testing")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*1 skipped*"])

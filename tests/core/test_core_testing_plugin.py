@@ -29,9 +29,9 @@ def test_tests_outside_any_plugin_package_are_kept() -> None:
     assert _uninstalled_distribution(REPO / "tests" / "core", REPO) is None
 
 
-def test_product_fixture_runs_once_per_installed_product(request, product) -> None:
-    assert product.name in [p.name for p in installed_products()]
-    assert request.node.callspec.id == product.name
+def test_product_fixture_runs_once_per_installed_product(request, geplug_product) -> None:
+    assert geplug_product.name in [p.name for p in installed_products()]
+    assert request.node.callspec.id == geplug_product.name
 
 
 def test_capabilities_doc_names_every_schema_key() -> None:
@@ -60,10 +60,10 @@ def test_plugins_doc_lists_as_fixtures_only_real_fixtures() -> None:
     import geplug.testing.plugin as plugin
 
     doc = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
-    fixture_type = type(plugin.fresh_manager)
+    fixture_type = type(plugin.geplug_fresh_manager)
     names = _doc_section(doc, "Fixtures")
-    assert "product" in names and "require_product" not in " ".join(names)
-    not_fixtures = [n for n in names if n != "product"  # parametrised by the plugin itself
+    assert "geplug_product" in names and "require_product" not in " ".join(names)
+    not_fixtures = [n for n in names if n != "geplug_product"  # parametrised by the plugin
                     and not isinstance(getattr(plugin, n, None), fixture_type)]
     assert not_fixtures == []
 

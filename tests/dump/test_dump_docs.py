@@ -17,7 +17,7 @@ pytest.importorskip("geplug_simulator")
 
 from geplug.cli.main import main
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "dump.md"
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)

@@ -24,7 +24,7 @@ from geplug.dump.reader import iter_dump_tree, read_dump
 from geplug.errors import AICoreError
 from geplug.plugin import PluginManager
 
-a2_only = pytest.mark.requires_products("atlas_a2")
+a2_only = pytest.mark.geplug_requires_products("atlas_a2")
 
 X = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
 
@@ -62,11 +62,11 @@ def _system(fresh: PluginManager, options: dict[str, Any],
     return geplug.initialize_system("atlas_a2", options, manager=fresh, env=env or {})
 
 
-@pytest.mark.product_capability("runtime.initialize_system")
+@pytest.mark.geplug_product_capability("runtime.initialize_system")
 def test_dump_step_0_3_to_5_over_8_steps(fresh: PluginManager, tmp_path: Any,
-                                         product: Any) -> None:
-    with geplug.initialize_system(product.name, {"enable_dump": True, "dump_path": str(tmp_path),
-                                                 "dump_step": "0|3-5"},
+                                         geplug_product: Any) -> None:
+    options = {"enable_dump": True, "dump_path": str(tmp_path), "dump_step": "0|3-5"}
+    with geplug.initialize_system(geplug_product.name, options,
                                   manager=fresh, env={}) as system:
         compiled = system.compile(_model())
         for step in range(8):
@@ -205,17 +205,18 @@ def test_exception_dump_level_1_defaults_to_the_current_directory(
     assert [t.shape for t in dump.outputs] == [(4, 64)] and len(dump.spaces) == 1
 
 
-@pytest.mark.product_capability("runtime.initialize_system")
+@pytest.mark.geplug_product_capability("runtime.initialize_system")
 def test_every_product_dumps_readable_files_named_as_it_declares(
-    fresh: PluginManager, tmp_path: Any, product: Any
+    fresh: PluginManager, tmp_path: Any, geplug_product: Any
 ) -> None:
-    with geplug.initialize_system(product.name, {"enable_dump": True, "dump_mode": "all",
+    with geplug.initialize_system(geplug_product.name, {"enable_dump": True, "dump_mode": "all",
                                                  "dump_path": str(tmp_path)},
                                   manager=fresh, env={}) as system:
         y = system.compile(_model()).run({"x": X}, step=0)["y"]
     names = _regex_names(tmp_path)
     assert len(names) == 4 and all(READER_REGEX.fullmatch(n) for n in names)
-    assert all(len(n.split(".")) == (9 if product.dump.ffts_plus_names else 5) for n in names)
+    parts = 9 if geplug_product.dump.ffts_plus_names else 5
+    assert all(len(n.split(".")) == parts for n in names)
     last = next(e for e in iter_dump_tree(tmp_path) if e.parsed.op_name == "fc2").read()
     out = last.outputs[0].array
     assert out is not None and np.array_equal(out.astype(np.float32), y, equal_nan=True)

@@ -68,10 +68,11 @@ def test_training_trace_off_writes_no_step_trace(manager, tmp_path):
     assert out_file(tmp_path, "step_trace") is None
 
 
-def test_training_trace_follows_the_products_declaration(manager, tmp_path, product):
-    run(manager, tmp_path, product, steps=2, training_trace="on")
+def test_training_trace_follows_the_products_declaration(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, steps=2, training_trace="on")
     written = out_file(tmp_path, "step_trace") is not None
-    assert written == product.profiling.training_trace  # inference products: no iteration trace
+    # inference products: no iteration trace
+    assert written == geplug_product.profiling.training_trace
 
 
 def test_hccl_on_writes_communication_files(manager, tmp_path):
@@ -92,12 +93,12 @@ def test_hccl_on_writes_communication_files(manager, tmp_path):
     assert "Communication" in procs
 
 
-def test_hccl_link_type_is_the_products_interconnect(manager, tmp_path, product):
-    run(manager, tmp_path, product, steps=1, hccl="on")
+def test_hccl_link_type_is_the_products_interconnect(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, steps=1, hccl="on")
     with open(os.path.join(prof_dir(tmp_path), "analyze", "communication.json")) as fh:
         bandwidth = json.load(fh)["allreduce1@hccl_world_group"]["Communication Bandwidth Info"]
     used = {link for link, info in bandwidth.items() if info["Transit Size(MB)"] > 0}
-    targets = [t.upper() for t in product.profiling.interconnect_targets]
+    targets = [t.upper() for t in geplug_product.profiling.interconnect_targets]
     assert used == {"HCCS" if "HCCS" in targets else "PCIE"}
 
 
@@ -121,10 +122,10 @@ def test_aicpu_off_writes_no_aicpu_file(manager, tmp_path):
 
 
 def test_l2_on_writes_hit_rates_and_tlb_where_the_product_collects_it(manager, tmp_path,
-                                                                     product):
-    run(manager, tmp_path, product, l2="on")
+                                                                     geplug_product):
+    run(manager, tmp_path, geplug_product, l2="on")
     header, rows = read_csv(tmp_path, "l2_cache")
-    assert ("TLB Hit Rate" in header) == (product.profiling.l2 == "l2_tlb")
+    assert ("TLB Hit Rate" in header) == (geplug_product.profiling.l2 == "l2_tlb")
     assert {r[5] for r in rows} == {"conv1", "relu1", "fc1"}
     assert all(0 <= float(r[3]) <= 1 for r in rows)
 

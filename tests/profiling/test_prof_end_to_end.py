@@ -32,13 +32,13 @@ def _options(out, **extra):
     return {"profiling_mode": True, "profiling_options": json.dumps(opts)}
 
 
-@pytest.mark.product_capability("runtime.initialize_system")
-def test_simulated_run_writes_op_summary_step_trace_and_markers(tmp_path, fresh_manager,
-                                                                product):
+@pytest.mark.geplug_product_capability("runtime.initialize_system")
+def test_simulated_run_writes_op_summary_step_trace_and_markers(tmp_path, geplug_fresh_manager,
+                                                                geplug_product):
     import geplug
 
     x = np.ones((4, 16), np.float32)
-    with geplug.initialize_system(product.name, _options(tmp_path)) as system:
+    with geplug.initialize_system(geplug_product.name, _options(tmp_path)) as system:
         compiled = system.compile(_mlp())
         for _ in range(2):
             with geplug.mstx.range("step"):
@@ -53,28 +53,30 @@ def test_simulated_run_writes_op_summary_step_trace_and_markers(tmp_path, fresh_
     assert all(d > 0 for d in durations)
 
 
-@pytest.mark.product_capability("runtime.initialize_system")
-def test_simulated_run_rejects_a_bp_point_outside_the_graph(tmp_path, fresh_manager, product):
+@pytest.mark.geplug_product_capability("runtime.initialize_system")
+def test_simulated_run_rejects_a_bp_point_outside_the_graph(
+        tmp_path, geplug_fresh_manager, geplug_product):
     import geplug
     from geplug.errors import ProfilingError
 
-    with geplug.initialize_system(product.name, _options(tmp_path, bp_point="fc9")) as system:
+    options = _options(tmp_path, bp_point="fc9")
+    with geplug.initialize_system(geplug_product.name, options) as system:
         with pytest.raises(ProfilingError, match="bp_point = 'fc9'"):
             system.compile(_mlp())
 
 
-@pytest.mark.product_capability("runtime.initialize_system")
-def test_compiling_without_running_leaves_no_profiling_directory(tmp_path, fresh_manager,
-                                                                 product):
+@pytest.mark.geplug_product_capability("runtime.initialize_system")
+def test_compiling_without_running_leaves_no_profiling_directory(tmp_path, geplug_fresh_manager,
+                                                                 geplug_product):
     import geplug
 
-    with geplug.initialize_system(product.name, _options(tmp_path)) as system:
+    with geplug.initialize_system(geplug_product.name, _options(tmp_path)) as system:
         system.compile(_mlp())
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("PROF_")]
 
 
-@pytest.mark.product_capability("runtime.initialize_system")
-def test_simulated_tasks_on_a_stream_never_overlap(tmp_path, fresh_manager, product):
+@pytest.mark.geplug_product_capability("runtime.initialize_system")
+def test_simulated_tasks_on_a_stream_never_overlap(tmp_path, geplug_fresh_manager, geplug_product):
     """Task times come from the simulator relative to an integer base: no float rounding."""
     from onnx import TensorProto, helper
 
@@ -87,7 +89,7 @@ def test_simulated_tasks_on_a_stream_never_overlap(tmp_path, fresh_manager, prod
         [helper.make_tensor_value_info("t24", TensorProto.FLOAT, [64, 96])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     x = np.ones((64, 96), np.float32)
-    with geplug.initialize_system(product.name, _options(tmp_path)) as system:
+    with geplug.initialize_system(geplug_product.name, _options(tmp_path)) as system:
         compiled = system.compile(model)
         for _ in range(4):
             compiled.run({"t0": x})

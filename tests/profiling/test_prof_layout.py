@@ -34,19 +34,19 @@ def test_output_file_names_match_the_reader_patterns(manager, tmp_path):
     assert {n.rsplit("_", 1)[0] for n in names} >= {"op_statistic", "task_time", "msprof"}
 
 
-def test_info_json_carries_rank_host_and_device_info(manager, tmp_path, product):
-    run(manager, tmp_path, product, power="on")
+def test_info_json_carries_rank_host_and_device_info(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, power="on")
     with open(os.path.join(prof_dir(tmp_path), "device_0", "info.json.0")) as fh:
         info = json.load(fh)
     assert info["rank_id"] == -1
     assert info["hostUid"]
     dev = info["DeviceInfo"][0]
     assert dev["id"] == 0
-    assert dev["ai_core_num"] == product.compute.ai_cores
-    split = product.profiling.split_cores
-    assert dev["aiv_num"] == (product.compute.vector_cores if split else 0)
-    assert dev["aic_frequency"] == str(product.compute.clock_mhz)
-    assert info["platform_version"] in product.soc_versions
+    assert dev["ai_core_num"] == geplug_product.compute.ai_cores
+    split = geplug_product.profiling.split_cores
+    assert dev["aiv_num"] == (geplug_product.compute.vector_cores if split else 0)
+    assert dev["aic_frequency"] == str(geplug_product.compute.clock_mhz)
+    assert info["platform_version"] in geplug_product.soc_versions
     assert info["profiling_options"]["power"] == "on"  # accepted, recorded, no other effect
 
 

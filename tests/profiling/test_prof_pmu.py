@@ -20,33 +20,33 @@ def _row(header, rows, name):
                     strict=True))
 
 
-def test_every_aic_metrics_group_writes_the_products_exact_block(manager, tmp_path, product):
-    for group, block in product.profiling.pmu_columns.items():
-        run(manager, tmp_path / group, product, steps=1, aic_metrics=group)
+def test_every_aic_metrics_group_writes_the_products_exact_block(manager, tmp_path, geplug_product):
+    for group, block in geplug_product.profiling.pmu_columns.items():
+        run(manager, tmp_path / group, geplug_product, steps=1, aic_metrics=group)
         header, rows = read_csv(tmp_path / group, "op_summary")
         assert _pmu(header) == list(block), group
         assert rows and all(len(r) == len(header) for r in rows), group
 
 
-def test_default_group_is_the_products_default(manager, tmp_path, product):
-    run(manager, tmp_path, product, steps=1)
+def test_default_group_is_the_products_default(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, steps=1)
     header, _ = read_csv(tmp_path, "op_summary")
-    default = product.profiling.aic_metrics_default
-    assert _pmu(header) == list(product.profiling.pmu_columns[default])
+    default = geplug_product.profiling.aic_metrics_default
+    assert _pmu(header) == list(geplug_product.profiling.pmu_columns[default])
 
 
-@pytest.mark.product_capability("profiling.aic_metrics_aliases", "PipeUtilizationExct")
-def test_alias_group_maps_to_its_target(manager, tmp_path, product):
-    run(manager, tmp_path, product, steps=1, aic_metrics="PipeUtilizationExct")
+@pytest.mark.geplug_product_capability("profiling.aic_metrics_aliases", "PipeUtilizationExct")
+def test_alias_group_maps_to_its_target(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, steps=1, aic_metrics="PipeUtilizationExct")
     header, _ = read_csv(tmp_path, "op_summary")
-    target = product.profiling.aic_metrics_aliases["PipeUtilizationExct"]
-    assert _pmu(header) == list(product.profiling.pmu_columns[target])
+    target = geplug_product.profiling.aic_metrics_aliases["PipeUtilizationExct"]
+    assert _pmu(header) == list(geplug_product.profiling.pmu_columns[target])
 
 
-def test_custom_registers_give_one_column_per_register(manager, tmp_path, product):
-    run(manager, tmp_path, product, steps=1, aic_metrics="Custom:0x1B,12")
+def test_custom_registers_give_one_column_per_register(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, steps=1, aic_metrics="Custom:0x1B,12")
     header, rows = read_csv(tmp_path, "op_summary")
-    if product.profiling.split_cores:
+    if geplug_product.profiling.split_cores:
         expected = ["aicore_time(us)", "aic_total_cycles", "aic_0x1b", "aic_0xc",
                     "aiv_time(us)", "aiv_total_cycles", "aiv_0x1b", "aiv_0xc"]
         column = "aic_0x1b"
@@ -57,11 +57,11 @@ def test_custom_registers_give_one_column_per_register(manager, tmp_path, produc
     assert int(_row(header, rows, "conv1")[column]) > 0
 
 
-@pytest.mark.product_capability("profiling.split_cores")
-def test_aiv_metrics_selects_the_aiv_half_of_the_block(manager, tmp_path, product):
-    cols = product.profiling.pmu_columns
+@pytest.mark.geplug_product_capability("profiling.split_cores")
+def test_aiv_metrics_selects_the_aiv_half_of_the_block(manager, tmp_path, geplug_product):
+    cols = geplug_product.profiling.pmu_columns
     aic, aiv = "PipeUtilization", "Memory"
-    run(manager, tmp_path, product, steps=1, aic_metrics=aic, aiv_metrics=aiv)
+    run(manager, tmp_path, geplug_product, steps=1, aic_metrics=aic, aiv_metrics=aiv)
     header, _ = read_csv(tmp_path, "op_summary")
     aic_half = list(cols[aic][: cols[aic].index("aiv_time(us)")])
     aiv_half = list(cols[aiv][cols[aiv].index("aiv_time(us)"):])
@@ -81,15 +81,15 @@ def test_unknown_group_is_a_clear_error(manager, tmp_path):
         drive(system, 1)
 
 
-def test_pmu_values_are_na_for_tasks_without_ai_core_counters(manager, tmp_path, product):
-    run(manager, tmp_path, product, steps=1)
+def test_pmu_values_are_na_for_tasks_without_ai_core_counters(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, steps=1)
     header, rows = read_csv(tmp_path, "op_summary")
     for name in ("where1", "allreduce1"):  # AI_CPU and COMMUNICATION tasks
         assert set(_pmu(list(_row(header, rows, name).values()))) == {"N/A"}, name
 
 
-def test_pmu_values_are_written_as_numbers_with_fixed_decimals(manager, tmp_path, product):
-    run(manager, tmp_path, product, steps=1)
+def test_pmu_values_are_written_as_numbers_with_fixed_decimals(manager, tmp_path, geplug_product):
+    run(manager, tmp_path, geplug_product, steps=1)
     header, rows = read_csv(tmp_path, "op_summary")
     row = _row(header, rows, "conv1")
     for col in _pmu(header):
@@ -113,10 +113,11 @@ def test_modelled_ratios_are_pipe_time_over_task_time(manager, tmp_path):
     assert mb >= 0
 
 
-@pytest.mark.product_capability("profiling.split_cores")
-def test_split_cores_report_cube_work_on_aic_and_vector_work_on_aiv(manager, tmp_path, product):
-    group = product.profiling.aic_metrics_default
-    run(manager, tmp_path, product, steps=1, aic_metrics=group)
+@pytest.mark.geplug_product_capability("profiling.split_cores")
+def test_split_cores_report_cube_work_on_aic_and_vector_work_on_aiv(
+        manager, tmp_path, geplug_product):
+    group = geplug_product.profiling.aic_metrics_default
+    run(manager, tmp_path, geplug_product, steps=1, aic_metrics=group)
     header, rows = read_csv(tmp_path, "op_summary")
     conv, relu = _row(header, rows, "conv1"), _row(header, rows, "relu1")
     assert conv["aiv_time(us)"] == "N/A"  # a pure cube op has no vector half

@@ -90,47 +90,48 @@ def test_llc_profiling_write_switches_the_llc_metric(manager, tmp_path):
     assert "LLC Write(MB/s)" in header
 
 
-@pytest.mark.product_capability("profiling.frequencies", "sys_io_sampling_freq")
-def test_sys_io_sampling_reports_the_products_io_targets(manager, tmp_path, product):
-    _device_run(manager, tmp_path, product=product, hccl="on", sys_io_sampling_freq="100")
+@pytest.mark.geplug_product_capability("profiling.frequencies", "sys_io_sampling_freq")
+def test_sys_io_sampling_reports_the_products_io_targets(manager, tmp_path, geplug_product):
+    _device_run(manager, tmp_path, product=geplug_product, hccl="on", sys_io_sampling_freq="100")
     header, rows = read_csv(tmp_path, "sys_io")
-    assert header[2:] == [c for t in product.profiling.sys_io_targets
+    assert header[2:] == [c for t in geplug_product.profiling.sys_io_targets
                           for c in (f"{t} Rx(MB/s)", f"{t} Tx(MB/s)")]
     assert any(float(v) > 0 for r in rows for v in r[2:])  # the allreduce moved bytes
 
 
-@pytest.mark.product_capability("profiling.frequencies", "sys_interconnection_freq")
-def test_sys_interconnection_reports_the_products_links(manager, tmp_path, product):
-    _device_run(manager, tmp_path, product=product, sys_interconnection_freq="20")
+@pytest.mark.geplug_product_capability("profiling.frequencies", "sys_interconnection_freq")
+def test_sys_interconnection_reports_the_products_links(manager, tmp_path, geplug_product):
+    _device_run(manager, tmp_path, product=geplug_product, sys_interconnection_freq="20")
     header, _ = read_csv(tmp_path, "interconnect")
-    assert header[2:] == [c for t in product.profiling.interconnect_targets
+    assert header[2:] == [c for t in geplug_product.profiling.interconnect_targets
                           for c in (f"{t} Rx(MB/s)", f"{t} Tx(MB/s)")]
 
 
-def test_only_the_samplers_the_product_declares_are_written(manager, tmp_path, product):
+def test_only_the_samplers_the_product_declares_are_written(manager, tmp_path, geplug_product):
     freqs = {"sys_hardware_mem_freq": "hbm_llc", "sys_io_sampling_freq": "sys_io",
              "sys_interconnection_freq": "interconnect", "dvpp_freq": "dvpp"}
-    _device_run(manager, tmp_path, product=product, steps=1, **dict.fromkeys(freqs, "10"))
+    _device_run(manager, tmp_path, product=geplug_product, steps=1, **dict.fromkeys(freqs, "10"))
     for option, stem in freqs.items():
-        declared = option in product.profiling.frequencies
+        declared = option in geplug_product.profiling.frequencies
         assert (out_file(tmp_path, stem) is not None) == declared, option
 
 
-@pytest.mark.product_capability("profiling.instr_profiling", "switch")
+@pytest.mark.geplug_product_capability("profiling.instr_profiling", "switch")
 def test_instr_profiling_switch_samples_at_the_products_default_rate(manager, tmp_path,
-                                                                      product):
-    _device_run(manager, tmp_path, product=product, steps=2, gap_us=1000.0,
+                                                                      geplug_product):
+    _device_run(manager, tmp_path, product=geplug_product, steps=2, gap_us=1000.0,
                 instr_profiling="on")
     _, rows = read_csv(tmp_path, "instr_profiling")
-    rng = product.profiling.frequencies.get("instr_profiling_freq")
+    rng = geplug_product.profiling.frequencies.get("instr_profiling_freq")
     rate = (rng.default if rng is not None and rng.default else 1000)
     step = float(rows[1][1]) - float(rows[0][1])
     assert step == pytest.approx(1e6 / rate)
 
 
-@pytest.mark.product_capability("profiling.instr_profiling", "frequency")
-def test_instr_profiling_freq_samples_ai_core_busy_on_the_product(manager, tmp_path, product):
-    _device_run(manager, tmp_path, product=product, steps=2, gap_us=1000.0,
+@pytest.mark.geplug_product_capability("profiling.instr_profiling", "frequency")
+def test_instr_profiling_freq_samples_ai_core_busy_on_the_product(
+        manager, tmp_path, geplug_product):
+    _device_run(manager, tmp_path, product=geplug_product, steps=2, gap_us=1000.0,
                 instr_profiling_freq="2000")
     header, rows = read_csv(tmp_path, "instr_profiling")
     assert header[2] == "AI Core Busy(%)"

@@ -16,7 +16,7 @@ from geplug.errors import ConfigError, ConfigWarning, ProductNotNamedError
 from geplug.plugin import PluginManager
 from geplug.runtime import api
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 class _Serve:

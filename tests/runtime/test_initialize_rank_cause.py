@@ -13,7 +13,7 @@ from geplug.errors import ConfigError, RankTableError
 from geplug.plugin import PluginManager
 from geplug.runtime import api
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 @pytest.fixture

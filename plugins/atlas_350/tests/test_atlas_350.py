@@ -6,18 +6,18 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
-pytestmark = pytest.mark.requires_products("atlas_350")
+pytestmark = pytest.mark.geplug_requires_products("atlas_350")
 
 TBE_MAPPING_SUFFIXES = (".cce", "_loc.json", "_compute.json")
 
 
 @pytest.fixture(scope="module")
-def p350(product_registry: ProductRegistry) -> Product:
-    return product_registry.get("atlas_350")
+def p350(geplug_product_registry: ProductRegistry) -> Product:
+    return geplug_product_registry.get("atlas_350")
 
 
-def test_soc_version_resolves_to_atlas_350(product_registry: ProductRegistry) -> None:
-    assert product_registry.get("Ascend950PR_9599").name == "atlas_350"
+def test_soc_version_resolves_to_atlas_350(geplug_product_registry: ProductRegistry) -> None:
+    assert geplug_product_registry.get("Ascend950PR_9599").name == "atlas_350"
 
 
 def test_memory_access_is_not_an_aic_metrics_group(p350: Product) -> None:

@@ -6,22 +6,23 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose")
 
 
 @pytest.fixture(scope="module")
-def a2(product_registry: ProductRegistry) -> Product:
-    return product_registry.get("atlas_a2")
+def a2(geplug_product_registry: ProductRegistry) -> Product:
+    return geplug_product_registry.get("atlas_a2")
 
 
 @pytest.mark.parametrize(
     "soc",
     ["Ascend910B1", "Ascend910B2", "Ascend910B2C", "Ascend910B3", "Ascend910B4", "Ascend910B4-1"],
 )
-def test_soc_versions_resolve_to_atlas_a2(product_registry: ProductRegistry, soc: str) -> None:
-    assert product_registry.get(soc).name == "atlas_a2"
+def test_soc_versions_resolve_to_atlas_a2(
+        geplug_product_registry: ProductRegistry, soc: str) -> None:
+    assert geplug_product_registry.get(soc).name == "atlas_a2"
 
 
 def test_ascend910b_without_digit_is_not_atlas_a2(a2: Product) -> None:

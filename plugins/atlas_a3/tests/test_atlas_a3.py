@@ -6,12 +6,12 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
-pytestmark = pytest.mark.requires_products("atlas_a3")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a3")
 
 
 @pytest.fixture(scope="module")
-def a3(product_registry: ProductRegistry) -> Product:
-    return product_registry.get("atlas_a3")
+def a3(geplug_product_registry: ProductRegistry) -> Product:
+    return geplug_product_registry.get("atlas_a3")
 
 
 @pytest.mark.parametrize(
@@ -19,8 +19,9 @@ def a3(product_registry: ProductRegistry) -> Product:
     ["Ascend910_9391", "Ascend910_9392", "Ascend910_9381", "Ascend910_9382", "Ascend910_9372",
      "Ascend910_9362"],
 )
-def test_soc_versions_resolve_to_atlas_a3(product_registry: ProductRegistry, soc: str) -> None:
-    assert product_registry.get(soc).name == "atlas_a3"
+def test_soc_versions_resolve_to_atlas_a3(
+        geplug_product_registry: ProductRegistry, soc: str) -> None:
+    assert geplug_product_registry.get(soc).name == "atlas_a3"
 
 
 def test_family_id_is_a3(a3: Product) -> None:

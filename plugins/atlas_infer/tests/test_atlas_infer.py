@@ -6,19 +6,19 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
-pytestmark = pytest.mark.requires_products("atlas_infer", "atlas_200i_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_infer", "atlas_200i_a2")
 
 NAMES = ("atlas_infer", "atlas_200i_a2")
 
 
 @pytest.fixture(scope="module")
-def p310p(product_registry: ProductRegistry) -> Product:
-    return product_registry.get("atlas_infer")
+def p310p(geplug_product_registry: ProductRegistry) -> Product:
+    return geplug_product_registry.get("atlas_infer")
 
 
 @pytest.fixture(scope="module")
-def p310b(product_registry: ProductRegistry) -> Product:
-    return product_registry.get("atlas_200i_a2")
+def p310b(geplug_product_registry: ProductRegistry) -> Product:
+    return geplug_product_registry.get("atlas_200i_a2")
 
 
 @pytest.mark.parametrize(
@@ -27,36 +27,41 @@ def p310b(product_registry: ProductRegistry) -> Product:
      ("Ascend310P7", "atlas_infer"), ("Ascend310B1", "atlas_200i_a2"),
      ("Ascend310B4", "atlas_200i_a2")],
 )
-def test_soc_versions_resolve(product_registry: ProductRegistry, soc: str, name: str) -> None:
-    assert product_registry.get(soc).name == name
+def test_soc_versions_resolve(
+        geplug_product_registry: ProductRegistry, soc: str, name: str) -> None:
+    assert geplug_product_registry.get(soc).name == name
 
 
-def test_both_products_come_from_one_distribution(product_registry: ProductRegistry) -> None:
-    dists = {product_registry.get(n).distribution.split()[0] for n in NAMES}
+def test_both_products_come_from_one_distribution(geplug_product_registry: ProductRegistry) -> None:
+    dists = {geplug_product_registry.get(n).distribution.split()[0] for n in NAMES}
     assert dists == {"geplug-atlas-infer"}
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_initialize_system_is_unsupported(product_registry: ProductRegistry, name: str) -> None:
-    assert not product_registry.get(name).supports("runtime.initialize_system")
+def test_initialize_system_is_unsupported(
+        geplug_product_registry: ProductRegistry, name: str) -> None:
+    assert not geplug_product_registry.get(name).supports("runtime.initialize_system")
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_no_training_and_no_training_default(product_registry: ProductRegistry, name: str) -> None:
-    product = product_registry.get(name)
+def test_no_training_and_no_training_default(
+        geplug_product_registry: ProductRegistry, name: str) -> None:
+    product = geplug_product_registry.get(name)
     assert not product.runtime.training
     assert product.precision.default_training == ""
     assert not product.profiling.training_trace
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_dump_debug_mode_is_not_applicable(product_registry: ProductRegistry, name: str) -> None:
-    assert product_registry.get(name).dump.debug_modes == ()
+def test_dump_debug_mode_is_not_applicable(
+        geplug_product_registry: ProductRegistry, name: str) -> None:
+    assert geplug_product_registry.get(name).dump.debug_modes == ()
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_inference_default_is_force_fp16(product_registry: ProductRegistry, name: str) -> None:
-    product = product_registry.get(name)
+def test_inference_default_is_force_fp16(
+        geplug_product_registry: ProductRegistry, name: str) -> None:
+    product = geplug_product_registry.get(name)
     assert (product.precision.default_inference, product.precision.default_inference_v2) == (
         "force_fp16", "fp16")
 
@@ -119,5 +124,6 @@ def test_310b_has_no_rank_queries(p310b: Product) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_instruction_profiling_is_unsupported(product_registry: ProductRegistry, name: str) -> None:
-    assert product_registry.get(name).profiling.instr_profiling == "unsupported"
+def test_instruction_profiling_is_unsupported(
+        geplug_product_registry: ProductRegistry, name: str) -> None:
+    assert geplug_product_registry.get(name).profiling.instr_profiling == "unsupported"

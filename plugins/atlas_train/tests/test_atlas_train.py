@@ -6,21 +6,22 @@ import pytest
 
 from geplug.products import Product, ProductRegistry
 
-pytestmark = pytest.mark.requires_products("atlas_train")
+pytestmark = pytest.mark.geplug_requires_products("atlas_train")
 
 CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose")
 
 
 @pytest.fixture(scope="module")
-def train(product_registry: ProductRegistry) -> Product:
-    return product_registry.get("atlas_train")
+def train(geplug_product_registry: ProductRegistry) -> Product:
+    return geplug_product_registry.get("atlas_train")
 
 
 @pytest.mark.parametrize(
     "soc", ["Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA"]
 )
-def test_soc_versions_resolve_to_atlas_train(product_registry: ProductRegistry, soc: str) -> None:
-    assert product_registry.get(soc).name == "atlas_train"
+def test_soc_versions_resolve_to_atlas_train(
+        geplug_product_registry: ProductRegistry, soc: str) -> None:
+    assert geplug_product_registry.get(soc).name == "atlas_train"
 
 
 def test_family_id_is_910(train: Product) -> None:

@@ -11,7 +11,7 @@ from geplug_simulator import DEFAULT_PRODUCT
 from geplug_simulator.backend import SimBackend
 from geplug_simulator.conformance import run_node_tests
 
-pytestmark = pytest.mark.requires_products(DEFAULT_PRODUCT)
+pytestmark = pytest.mark.geplug_requires_products(DEFAULT_PRODUCT)
 
 QUICK = (r"^test_(relu|softmax_example|matmul_2d|gemm_default_no_bias|conv_with_strides_padding"
          r"|averagepool_2d_default|maxpool_2d_default|lrn|add_bcast|cast_FLOAT_to_FLOAT16"

@@ -59,13 +59,13 @@ def test_op_debug_config_items_follow_op_debug_list(tmp_path):
     assert len(cce) == 1 and "op big (MatMulV2)" in cce[0].read_text()
 
 
-def test_initialize_system_serves_every_product_through_the_simulator(fresh_manager):
+def test_initialize_system_serves_every_product_through_the_simulator(geplug_fresh_manager):
     import geplug
 
-    for product in fresh_manager.products():
+    for product in geplug_fresh_manager.products():
         if not product.runtime.initialize_system:
             continue
-        with geplug.initialize_system(product=product.name, manager=fresh_manager) as system:
+        with geplug.initialize_system(product=product.name, manager=geplug_fresh_manager) as system:
             assert system.backend == "simulator"
             out = system.compile(overflow_model()).run({"x": np.ones((1, 4), np.float32)})
             assert out["y"].shape == (1, 2)

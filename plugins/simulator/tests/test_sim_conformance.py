@@ -11,7 +11,7 @@ pytest.importorskip("geplug_simulator")
 
 from geplug_simulator import DEFAULT_PRODUCT
 
-pytestmark = [pytest.mark.conformance, pytest.mark.requires_products(DEFAULT_PRODUCT)]
+pytestmark = [pytest.mark.conformance, pytest.mark.geplug_requires_products(DEFAULT_PRODUCT)]
 
 
 def test_simulator_passes_at_least_as_many_onnx_node_tests_as_onnxruntime():

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("geplug_simulator")
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "simulator.md"
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)

@@ -10,7 +10,7 @@ from sim_helpers import f32, graph_model
 
 import geplug
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 def _model() -> object:
