@@ -14,7 +14,7 @@ from torch_helpers import GPT, train  # noqa: E402
 from geplug.cli.main import main  # noqa: E402
 from geplug.dump.reader import read_dump  # noqa: E402
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 def _step_dirs(root):

@@ -13,7 +13,7 @@ from torch_helpers import LargeWeightMLP  # noqa: E402
 
 from geplug.dump.overflow import OverflowWarning  # noqa: E402
 
-pytestmark = pytest.mark.requires_products("atlas_train")
+pytestmark = pytest.mark.geplug_requires_products("atlas_train")
 
 
 def _run(tmp_path, steps=2, init_scale=2.0 ** 15):

@@ -19,7 +19,7 @@ from geplug.cli.main import main  # noqa: E402
 from geplug.errors import ProfilingError  # noqa: E402
 from geplug.profiling.reader import find_prof_dirs, output_file  # noqa: E402
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 FILES = ("trace_view.json", "kernel_details.csv", "operator_details.csv", "op_statistic.csv",
          "step_trace_time.csv", "api_statistic.csv", "ascend_pytorch_profiler_0.db")

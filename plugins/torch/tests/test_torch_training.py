@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 import geplug_torch  # noqa: E402
 from torch_helpers import GPT, train  # noqa: E402
 
-pytestmark = pytest.mark.requires_products("atlas_a2")
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 KEEP = {"precision_mode": "must_keep_origin_dtype"}
 
