@@ -1,7 +1,8 @@
 """The configuration forms :func:`geplug_torch.backend` accepts.
 
 - ``None``, a :class:`~geplug.config.SessionConfig`, a path to a TOML file, or a mapping of
-  geplug option names (read with the torch front end: torch_npu's per-product defaults);
+  geplug option names - read as graph-mode (torchair) options, which reach GE: every GE
+  precision mode, GE's training defaults (front end ``python``, run mode 1);
 - a mapping of torch_npu ``set_option`` keys (``ACL_PRECISION_MODE``, ...), read by
   :meth:`SessionConfig.from_torch_options`;
 - a torchair ``CompilerConfig`` (or :class:`CompilerConfig` here, the same shape): its
@@ -61,11 +62,11 @@ def _from_compiler_config(obj: Any) -> dict[str, Any]:
 def to_session_config(config: Any) -> Any:
     """``config`` in a form :func:`geplug.initialize_system` reads (see the module doc)."""
     if config is None:
-        return SessionConfig(front_end="torch")
+        return SessionConfig(front_end="python")
     if isinstance(config, Mapping):
         if config and all(str(k).startswith("ACL_") for k in config):
             return SessionConfig.from_torch_options(dict(config))
-        return SessionConfig.from_mapping(dict(config), front_end="torch")
+        return SessionConfig.from_mapping(dict(config), front_end="python")
     if hasattr(config, "dump_config") or hasattr(config, "extra_options"):
-        return SessionConfig.from_mapping(_from_compiler_config(config), front_end="torch")
+        return SessionConfig.from_mapping(_from_compiler_config(config), front_end="python")
     return config

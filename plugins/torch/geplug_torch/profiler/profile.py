@@ -95,7 +95,7 @@ class Collection:
                                                                self.prof.activities)
         from geplug.config.model import SessionConfig
 
-        user = runtime.user_config or SessionConfig(front_end="torch")
+        user = runtime.user_config or SessionConfig(front_end="python")
         cfg = attrs.evolve(user, profiling_mode=True,
                            profiling_options=ProfilingOptions(**opts))
         return geplug.initialize_system(base.product, cfg, backend="torch",
