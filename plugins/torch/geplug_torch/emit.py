@@ -5,8 +5,9 @@ generated code. On a step the dump writers want (``geplug.dump.policy.wants_tens
 ``dump_step`` step, or every step with ``enable_dump_debug``) the graph runs through an fx
 interpreter that keeps each op's inputs and outputs, and one ``DumpEvent`` per op carries
 them in the device dtype. While profiling, each op becomes a ``TaskEvent`` on the runtime's
-shared device clock (the static fields are built once per graph), launched by an
-``AscendCL@aclnn{op type}`` API call of the launch overhead's length on the CANN track.
+shared device clock (the static fields are built once per graph); the graph itself is
+launched by one ``AscendCL@aclmdlExecute`` API call on the CANN track (graph mode: GE runs
+the whole graph from one host call), modelled as one task launch overhead long.
 """
 
 from __future__ import annotations
@@ -99,7 +100,11 @@ class GraphEmitter:
         run = runtime.run_info(self.model, step)
         runs = [runtime.run_info(self.model, step, s) for s in targets]
         tasks = self._task_templates() if runs else None
-        launch = system.product.compute.launch_overhead_us
+        for r in runs:  # graph mode: the host launches the whole graph with one call
+            r.system.emit_profile(ApiCall(
+                run=r, name=f"AscendCL@aclmdlExecute({self.model.name}:{self.graph.phase})",
+                level="acl", start_us=runtime.now(),
+                duration_us=system.product.compute.launch_overhead_us))
         t = runtime.now()
         base = runtime.base_us
         starts: list[float] = []
@@ -112,10 +117,6 @@ class GraphEmitter:
                     timestamp_us=base + int(t)))
             if tasks is not None:
                 for r in runs:
-                    # the host launches the kernel through AscendCL (the CANN track)
-                    r.system.emit_profile(ApiCall(run=r, name=f"AscendCL@aclnn{op.record.op_type}",
-                                                  level="acl", start_us=t,
-                                                  duration_us=launch))
                     r.system.emit_profile(stamp(tasks[index], r, t))
             starts.append(t)
             t += op.duration_us
