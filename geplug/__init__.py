@@ -30,7 +30,12 @@ if TYPE_CHECKING:  # the static view of the lazy names below
     )
     from geplug.plugin import get_product, installed_products, plugin_report
     from geplug.products.schema import Product
-    from geplug.runtime.api import current_system, initialize_system, shutdown_system
+    from geplug.runtime.api import (
+        current_system,
+        initialize_system,
+        open_device,
+        shutdown_system,
+    )
     from geplug.runtime.rank import (
         get_local_rank_id,
         get_local_rank_size,
@@ -39,7 +44,9 @@ if TYPE_CHECKING:  # the static view of the lazy names below
     )
     from geplug.runtime.system import System
 
-__version__ = "0.1.0"
+__version__: str
+"""The installed distribution's version, read once from its metadata (``importlib.metadata``:
+the one place the version is written is ``pyproject.toml``)."""
 
 __all__ = [
     "PLUGIN_API",
@@ -66,6 +73,7 @@ __all__ = [
     "installed_products",
     "load_config",
     "mstx",
+    "open_device",
     "plugin_report",
     "resolve",
     "shutdown_system",
@@ -87,6 +95,7 @@ _LAZY = {
     "load_config": "geplug.config",
     "initialize_system": "geplug.runtime.api",
     "shutdown_system": "geplug.runtime.api",
+    "open_device": "geplug.runtime.api",
     "current_system": "geplug.runtime.api",
     "get_rank_id": "geplug.runtime.rank",
     "get_rank_size": "geplug.runtime.rank",
@@ -103,6 +112,15 @@ def __getattr__(name: str) -> Any:
     """Import a public name on first use (PEP 562), keeping ``import geplug`` cheap."""
     import importlib
 
+    if name == "__version__":
+        from importlib import metadata
+
+        try:
+            version = metadata.version("geplug")
+        except metadata.PackageNotFoundError:  # a source tree that is not installed
+            version = "0+unknown"
+        globals()["__version__"] = version
+        return version
     if name == "mstx":  # the submodule geplug/mstx.py: ``import geplug.mstx`` gives the same
         return importlib.import_module("geplug.mstx")
     module = _LAZY.get(name)

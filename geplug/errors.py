@@ -17,7 +17,10 @@ __all__ = [
     "ConfigWarning",
     "DumpError",
     "GeplugError",
+    "GeplugWarning",
+    "HcclError",
     "NotInitializedError",
+    "OverflowWarning",
     "PluginConflictError",
     "PluginError",
     "ProductNotNamedError",
@@ -130,7 +133,17 @@ class ProductNotNamedError(ConfigError):
         self.installed = tuple(installed)
 
 
-class ConfigWarning(UserWarning):
+class GeplugWarning(UserWarning):
+    """The base of every warning geplug issues (``filterwarnings`` on it catches them all)."""
+
+
+class OverflowWarning(GeplugWarning):
+    """An op overflowed in a run (``enable_dump_debug``): one line naming the op, the step,
+    the counts and the summary file. ``warnings.simplefilter("error", OverflowWarning)``
+    turns it into an exception; ``RunResult.overflows`` holds the same findings."""
+
+
+class ConfigWarning(GeplugWarning):
     """A configuration accepted with a warning (``problem``): issued by ``initialize_system``
     for each warning of the check, naming the option, the value and the hint."""
 
@@ -219,3 +232,17 @@ class ProfilingError(GeplugError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class HcclError(GeplugError):
+    """A collective could not run (HCCL's behaviour on hardware): a rank never joined, a link
+    is down, a rank table names a wrong device IP, a bad HCCL_* setting. ``code`` is HCCL's
+    public error code (EI0006 socket time-out, EI0002 notify wait time-out, EI0014 device IP
+    mismatch), ``ranks`` the ranks at fault."""
+
+    def __init__(self, message: str, *, code: str = "", ranks: Sequence[int] = (),
+                 option: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.ranks = tuple(ranks)
+        self.option = option

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApiCall",
+    "CommInfo",
     "DumpEvent",
     "GraphEvent",
     "MarkerEvent",
@@ -26,8 +27,11 @@ __all__ = [
     "ProfileEvent",
     "RunInfo",
     "StepEvent",
+    "StepTasksEvent",
     "TaskEvent",
+    "TaskTable",
     "TensorRecord",
+    "expand_tasks",
 ]
 
 
@@ -130,6 +134,35 @@ class DumpEvent:
 
 
 @attrs.frozen(kw_only=True)
+class CommInfo:
+    """What the HCCL model says about one communication task on one rank (``geplug.hccl``).
+
+    Times are µs, as msprof defines them: ``transit_us`` moving this rank's data;
+    ``wait_us`` every other moment of the task (waiting for peers, step handshakes, slower
+    flows), of which ``sync_us`` is the synchronisation before the first transfer (waiting
+    for the last rank to arrive). Elapse = transit + wait.
+    ``links``: (link type, bytes, µs) this rank sent per transport (HCCS, RDMA, PCIE, SIO);
+    ``peers``: (src rank, dst rank, link type, bytes, µs) per destination.
+    """
+
+    hccl_name: str
+    """HCCL's op name (``hcom_allReduce__<node>``): equal on every rank of the collective."""
+    kind: str
+    """allreduce, allgather, reducescatter, broadcast, reduce, alltoall, alltoallv, send,
+    recv, barrier."""
+    algorithm: str
+    group: str = "hccl_world_group"
+    rank: int
+    rank_size: int
+    nbytes: float
+    wait_us: float = 0.0
+    transit_us: float = 0.0
+    sync_us: float = 0.0
+    links: tuple[tuple[str, float, float], ...] = ()
+    peers: tuple[tuple[int, int, str, float, float], ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class TaskEvent:
     """A device task: one op's execution on the simulated device timeline."""
 
@@ -149,6 +182,12 @@ class TaskEvent:
     output_formats: tuple[str, ...] = attrs.field(converter=_strs, default=())
     cube_fraction: float = 0.0
     """Share of the work on the cube unit (the rest is vector/scalar); feeds PMU models."""
+    comm: CommInfo | None = None
+    """A communication task's HCCL-model breakdown (``None`` for compute tasks)."""
+    in_batch: bool = False
+    """This task was also delivered inside a :class:`StepTasksEvent` of the same step; a
+    collector that consumes the batched record (the built-in one) skips it. Plugins that only
+    know per-task events read it like any other task."""
 
 
 @attrs.frozen(kw_only=True)
@@ -199,5 +238,100 @@ class MarkerEvent:
     range_id: int = 0
 
 
-ProfileEvent = TaskEvent | GraphEvent | StepEvent | ApiCall | MarkerEvent
+def _int64(values: Any) -> np.ndarray:
+    array = np.ascontiguousarray(values, dtype=np.int64)
+    array.setflags(write=False)
+    return array
+
+
+_table_keys = iter(range(1, 2**62))
+
+
+def _task_tuple(values: Iterable[TaskEvent]) -> tuple[TaskEvent, ...]:
+    return tuple(values)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class TaskTable:
+    """The static task list of one compiled model at one input shape (built once).
+
+    A compiled model's tasks, their order, streams and modelled times do not change between
+    steps, so a backend builds this once and sends one :class:`StepTasksEvent` per step
+    instead of one :class:`TaskEvent` per task. ``tasks`` are the per-task templates (their
+    ``run`` is a placeholder and their ``start_us`` the offset from the step's first task);
+    ``offset_ns`` / ``duration_ns`` / ``wait_ns`` are the exact integer-ns times, one per task,
+    in launch order. ``key`` identifies the table (collectors cache what they derive from it).
+    """
+
+    tasks: tuple[TaskEvent, ...] = attrs.field(converter=_task_tuple)
+    offset_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
+    duration_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
+    wait_ns: np.ndarray = attrs.field(converter=_int64, repr=False)
+    key: int = attrs.field(factory=lambda: next(_table_keys))
+
+    def __attrs_post_init__(self) -> None:
+        n = len(self.tasks)
+        for name in ("offset_ns", "duration_ns", "wait_ns"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"TaskTable.{name} has {len(getattr(self, name))} values for "
+                                 f"{n} tasks; give one value per task")
+
+    span_ns: int = attrs.field(init=False)
+    """From the first task's start to the last task's end (0 for no task)."""
+
+    @span_ns.default
+    def _span(self) -> int:
+        if not len(self.offset_ns):
+            return 0
+        return int((self.offset_ns + self.duration_ns).max())
+
+    @classmethod
+    def sequential(cls, tasks: Iterable[TaskEvent]) -> TaskTable:
+        """Tasks back to back on their streams in the given order (offsets from durations)."""
+        tasks = tuple(tasks)
+        dur = np.array([round(t.duration_us * 1000) for t in tasks], dtype=np.int64)
+        wait = np.array([round(t.wait_us * 1000) for t in tasks], dtype=np.int64)
+        off = np.cumsum(dur + wait) - dur
+        task_list: Any = tasks  # the converter's input type confuses mypy's attrs plugin
+        return cls(tasks=task_list, offset_ns=off, duration_ns=dur, wait_ns=wait)
+
+
+@attrs.frozen(kw_only=True)
+class StepTasksEvent:
+    """Every device task of one step at once (the batched record of a static task table).
+
+    Task ``i`` starts at ``start_ns + table.offset_ns[i]`` ns after ``run.time_base_us``.
+    Third-party plugins that implement ``geplug_profile`` also get each task as a
+    :class:`TaskEvent` with ``in_batch = True`` (see :func:`expand_tasks`).
+    """
+
+    kind: Literal["step_tasks"] = "step_tasks"
+    run: RunInfo
+    table: TaskTable
+    start_ns: int
+    """Start of the step's first task, integer ns after ``run.time_base_us``."""
+
+
+def expand_tasks(event: StepTasksEvent) -> Iterable[TaskEvent]:
+    """The per-task events of ``event`` (``in_batch = True``), in launch order."""
+    new, put = object.__new__, object.__setattr__
+    names = [a.name for a in attrs.fields(TaskEvent)
+             if a.name not in ("run", "start_us", "duration_us", "wait_us", "in_batch")]
+    start = event.start_ns
+    table = event.table
+    for template, off, dur, wait in zip(table.tasks, table.offset_ns.tolist(),
+                                        table.duration_ns.tolist(), table.wait_ns.tolist(),
+                                        strict=True):
+        task = new(TaskEvent)
+        for name in names:
+            put(task, name, getattr(template, name))
+        put(task, "run", event.run)
+        put(task, "start_us", (start + off) / 1000)
+        put(task, "duration_us", dur / 1000)
+        put(task, "wait_us", wait / 1000)
+        put(task, "in_batch", True)
+        yield task
+
+
+ProfileEvent = TaskEvent | StepTasksEvent | GraphEvent | StepEvent | ApiCall | MarkerEvent
 """Everything ``geplug_profile`` receives."""

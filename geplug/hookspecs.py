@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from geplug.backend import Subcommand
     from geplug.events import DumpEvent, ProfileEvent
     from geplug.products.load import Declaration
     from geplug.runtime.system import System
@@ -157,3 +158,25 @@ def geplug_shutdown_system(system: System) -> None:
         def geplug_shutdown_system(system):
             writers.pop(id(system)).close()
     """
+
+
+@hookspec
+def geplug_subcommands() -> Sequence[Subcommand]:
+    """Add ``geplug`` sub-commands (conda's ``conda_subcommands`` is the model).
+
+    Called by the CLI once, when it builds its parser. Return
+    :class:`geplug.backend.Subcommand` records; a name the core already uses, or one another
+    plugin returned first, is skipped with a warning naming the plugin. A backend offers its
+    ``demo`` this way, so the core CLI never imports a backend.
+
+    Example::
+
+        from geplug import hookimpl
+        from geplug.backend import Subcommand
+
+        @hookimpl
+        def geplug_subcommands():
+            return [Subcommand(name="hello", summary="say hello",
+                               action=lambda args: print("hello") or 0)]
+    """
+    return []

@@ -15,11 +15,10 @@ import argparse
 import math
 import os
 
-import torch
-from torch import nn
-
 import geplug_torch
+import torch
 from geplug_torch import profiler
+from torch import nn
 
 
 class Block(nn.Module):

@@ -46,6 +46,11 @@ class _HelpFormatter(argparse.HelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
                              break_long_words=False)
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("example"):  # example lines are kept as written
+            return "".join(indent + line for line in text.splitlines(True))
+        return super()._fill_text(text, width, indent)
+
     def _format_action_invocation(self, action: argparse.Action) -> str:
         if action.dest == "atc":
             return ATC_FORM
@@ -70,16 +75,31 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=_check_cmd)
 
     p = subparsers.add_parser("resolve", help="show the effective values and their sources",
+                              description="Show the value every option takes on the product "
+                                          "and where it comes from: user, product default, "
+                                          "run-mode default, front-end default, environment "
+                                          "or built-in default.",
                               formatter_class=_HelpFormatter)
     _inputs(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_resolve_cmd)
 
-    p = subparsers.add_parser("export", help="export to GE / TF / ATC / torch_npu form",
-                              formatter_class=_HelpFormatter)
+    p = subparsers.add_parser(
+        "export", help="export to GE / TF / ATC / torch_npu / acl.json form",
+        formatter_class=_HelpFormatter,
+        description="Write a checked configuration in the form a real stack takes: a GE option "
+                    "map (ge), a TF1 session-config script with the initialize_system session "
+                    "(tf), a runnable ATC command with MODEL/OUTPUT placeholders (atc), "
+                    "torch_npu set_option (torch_npu) or an acl.json dump block (acl_json). An "
+                    "option the target cannot take is left out and reported once. Example: "
+                    "geplug export job.toml --product atlas_a2 --to tf --out session.py")
     _inputs(p)
-    p.add_argument("--to", required=True, choices=("ge", "tf", "atc", "torch_npu", "torch"),
+    p.add_argument("--to", required=True,
+                   choices=("ge", "tf", "atc", "torch_npu", "torch", "acl_json"),
                    help="the target form; torch is an alias of torch_npu (the front_end name)")
+    p.add_argument("--out", metavar="FILE",
+                   help="write the export to FILE (complete or not at all) instead of stdout; "
+                        "left-out options are then listed on stderr")
     p.set_defaults(func=_export_cmd)
 
 
@@ -144,8 +164,12 @@ def _read_or_usage(args: argparse.Namespace, *, allow_all: bool
     config, parse_problems = read
     products = _products(args, config, allow_all=allow_all)
     if products is None:
-        return _usage("name a product with --product P" +
-                      (" (or use --all-products)" if allow_all else ""))
+        from geplug.plugin import get_manager
+
+        names = get_manager().products().names()
+        listing = f"installed: {', '.join(names)}" if names else "no product is installed"
+        return _usage(f"name a product with --product P ({listing})" +
+                      ("; or use --all-products" if allow_all else ""))
     return config, parse_problems, products
 
 
@@ -199,13 +223,38 @@ def _resolved(args: argparse.Namespace) -> tuple[Any, Any, Any, list[Any]] | int
     return config, product, resolve(config, product, soc=_soc(args, product)), problems
 
 
+PROFILING_DEFAULTS = {
+    "task_trace": "on", "task_time": "on", "training_trace": "off", "ge_api": "off",
+    "hccl": "off", "aicpu": "off", "l2": "off", "msproftx": "off", "runtime_api": "off",
+}
+"""What an unset profiling_options switch means (the seed: task_trace/task_time "on：开启，默认值",
+ge_api "默认为off", hccl/aicpu/l2/msproftx "默认为off"/"默认值为off"; training_trace absent
+is not collected)."""
+
+
+def _fill_profiling_defaults(data: dict[str, Any], product: Any) -> list[str]:
+    """Unset profiling switches in ``data["config"]["profiling_options"]`` -> their default
+    (and aic_metrics -> the product's); the keys filled, in order."""
+    opts = data.get("config", {}).get("profiling_options")
+    if not isinstance(opts, dict):
+        return []
+    defaults = {**PROFILING_DEFAULTS, "aic_metrics": product.profiling.aic_metrics_default}
+    filled = [k for k, v in defaults.items() if k in opts and opts[k] is None]
+    for key in filled:
+        opts[key] = defaults[key]
+    return filled
+
+
 def _resolve_cmd(args: argparse.Namespace) -> int:
     got = _resolved(args)
     if isinstance(got, int):
         return got
-    _, _, resolved, warnings = got
+    _, product, resolved, warnings = got
     _print_problems(warnings, sys.stderr)
     data = resolved.to_json()
+    filled = _fill_profiling_defaults(data, product)
+    if filled:
+        data["profiling_defaults"] = filled
     if args.format == "json":
         print(json.dumps(data, indent=2, default=str))
         return EXIT_OK
@@ -216,6 +265,8 @@ def _resolve_cmd(args: argparse.Namespace) -> int:
         source = resolved.source(name)
         if isinstance(value, dict):
             value = json.dumps({k: v for k, v in value.items() if v is not None})
+            if name == "profiling_options" and filled:
+                source = f"{source}; defaults for {', '.join(filled)}"
         print(f"  {name} = {value!r}" + (f"  ({source})" if source else ""))
     for name in ("device_id", "dump_root", "profiling_output", "kernel_meta_dir",
                  "exception_dump_level", "exception_dump_dir", "op_debug_items",
@@ -238,6 +289,31 @@ def _export_cmd(args: argparse.Namespace) -> int:
         return got
     config, product, _, warnings = got
     report = export_report(config, product, args.to, soc=_soc(args, product))
-    _print_problems(unique([*warnings, *report.problems]), sys.stderr)
+    commented = args.to in ("tf", "atc", "torch", "torch_npu")  # JSON forms have no comments
+    left_out = {p.option for p in report.problems
+                if commented and p.message.startswith("not exported")}
+    if args.out:  # the file carries the comments; stderr lists each left-out option once
+        from geplug.atomic import write_atomic
+
+        data = report.text.encode("utf-8")
+        try:
+            write_atomic(args.out, lambda fh: fh.write(data))
+        except OSError as exc:
+            print(f"geplug: error: cannot write --out {args.out!r}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return EXIT_FINDING
+        _print_problems(unique([*warnings, *report.problems]), sys.stderr)
+        print(f"geplug: wrote {args.out}", file=sys.stderr)
+        return EXIT_OK
+    # on stdout the text's "#" comments say what was left out and why; stderr names them once
+    _print_problems(unique([*warnings, *(p for p in report.problems
+                                         if p.option not in left_out)]), sys.stderr)
+    if left_out:
+        from geplug.config.export import TARGET_NAMES, _target
+
+        names = [p.option for p in report.problems if p.option in left_out]
+        print(f"geplug: not exported to {TARGET_NAMES[_target(args.to)]}: "
+              f"{', '.join(dict.fromkeys(names))} (the # comments say why and where instead)",
+              file=sys.stderr)
     sys.stdout.write(report.text)
     return EXIT_OK

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any
 
+from geplug.limits import escape_controls
+
 __all__ = ["add_parser"]
 
 
@@ -172,8 +174,8 @@ def _print_dump_row(row: dict[str, Any]) -> None:
     tensors = _in_out(row["inputs"], row["outputs"])
     if row["spaces"]:
         tensors += f" space x{row['spaces']}"
-    print(f"  task {row['task_id']:>5}  {kind}{row['op_type']:<14} {row['op_name']:<30}"
-          f"{tensors}  {_human(row['size'])}")
+    print(escape_controls(f"  task {row['task_id']:>5}  {kind}{row['op_type']:<14} "
+                          f"{row['op_name']:<30}{tensors}  {_human(row['size'])}"))
 
 
 def _stats_ops(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -200,7 +202,8 @@ def _print_stats_row(row: dict[str, Any]) -> None:
         tensors = _in_out(op["inputs"], op["outputs"])
         if op["nonfinite"]:
             tensors += f"  inf/nan {op['nonfinite']}"
-        print(f"  task {op['task_id']:>5}  {op['op_type']:<14} {op['op_name']:<30}{tensors}")
+        print(escape_controls(f"  task {op['task_id']:>5}  {op['op_type']:<14} "
+                              f"{op['op_name']:<30}{tensors}"))
 
 
 def _tensor_info(t: Any) -> dict[str, Any]:

@@ -12,11 +12,13 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["COMMANDS", "main"]
 
 COMMANDS: tuple[str, ...] = (
     "geplug.cli.products",
+    "geplug.cli.card_cmds",
     "geplug.cli.config_cmds",
     "geplug.cli.sim_cmds",
     "geplug.cli.dump_cmds",
@@ -45,31 +47,108 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.add_parser(sub)
+    _add_plugin_commands(sub)
+    _complete_help(parser, ())
     return parser
+
+
+def _add_plugin_commands(sub: Any) -> None:
+    """The sub-commands plugins add through ``geplug_subcommands`` (e.g. ``demo``)."""
+    from geplug.plugin import get_manager
+
+    try:
+        commands = get_manager().subcommands(taken=sub.choices)
+    except Exception as exc:  # a broken plugin never stops the built-in commands
+        warnings.warn(f"plugin sub-commands left out: {type(exc).__name__}: {exc}",
+                      stacklevel=2)
+        return
+    for command in commands:
+        parser = sub.add_parser(command.name, help=command.summary,
+                                description=command.description or command.summary)
+        if command.configure is not None:
+            command.configure(parser)
+        parser.set_defaults(func=command.action)
+
+
+EXAMPLES: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("products",): ("geplug products", "geplug products --json"),
+    ("describe",): ("geplug describe atlas_a2", "geplug describe Ascend910B3 --json",
+                    "geplug describe my_card --diff"),
+    ("plugins",): ("geplug plugins", "GEPLUG_DISABLE_PLUGINS=simulator geplug plugins"),
+    ("check",): ("geplug check job.toml --product atlas_a2", "geplug check job.toml "
+                 "--all-products --format json", 'geplug check --atc="--precision_mode='
+                 'force_fp16 --soc_version=Ascend910B3"'),
+    ("resolve",): ("geplug resolve job.toml --product atlas_a2",
+                   "geplug resolve job.toml --product Ascend910B3 --format json"),
+    ("export",): ("geplug export job.toml --product atlas_a2 --to tf --out session.py",
+                  "geplug export job.toml --product atlas_a2 --to acl_json --out acl.json"),
+    ("dump",): ("geplug dump ls ./dump", "geplug dump compare ./run_fp16 ./run_fp32"),
+    ("dump", "ls"): ("geplug dump ls ./dump", "geplug dump ls ./dump --format json"),
+    ("dump", "show"): ("geplug dump show ./dump/.../MatMulV2.fc1.3.2.1700000000000000",),
+    ("dump", "convert"): ("geplug dump convert ./dump --out ./npy",
+                          "geplug dump convert ./dump --to npz --out ./tensors"),
+    ("dump", "compare"): ("geplug dump compare ./run_fp16 ./run_fp32",
+                          "geplug dump compare a/ b/ --threshold 0.999 --format json"),
+    ("profile",): ("geplug profile summary ./prof_out", "geplug profile plot ./prof_out "
+                   "--out timeline.png"),
+}
+"""Examples for commands whose module does not write its own epilog."""
+
+DESCRIBED_CHOICES = {"--format": "text for people, json for scripts"}
+"""Help for options that had none."""
+
+
+def _complete_help(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+    """Every sub-command gets a description (its one-line help when it has none), an
+    example and every option's default stated: one place, so no command lacks them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, child in action.choices.items():
+                if not child.description:
+                    child.description = (helps.get(name) or name).capitalize() + "."
+                _complete_help(child, (*path, name))
+            continue
+        if not path or not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        if action.help is None:
+            action.help = DESCRIBED_CHOICES.get(action.option_strings[-1], "")
+        default = action.default
+        if (default not in (None, False, argparse.SUPPRESS) and "default" not in
+                (action.help or "") and not isinstance(action, argparse._StoreTrueAction)):
+            action.help = f"{action.help} (default: {default})".strip()
+    if path and not parser.epilog and path in EXAMPLES:
+        parser.epilog = "examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES[path])
+        if parser.formatter_class is argparse.HelpFormatter:
+            parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the process exit status)."""
     from geplug.errors import GeplugError, UnknownProductError, UsageError
+    from geplug.limits import escape_controls
 
-    parser = build_parser()
-    try:
-        args = parser.parse_args(_join_flag_values(list(sys.argv[1:] if argv is None else argv)))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = _show_warning
+        parser = build_parser()  # loads the plugins (their sub-commands): warnings shown here
+        try:
+            args = parser.parse_args(
+                _join_flag_values(list(sys.argv[1:] if argv is None else argv)))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
         try:
             return int(args.func(args))
         except (UnknownProductError, UsageError) as exc:
-            print(f"geplug: error: {exc}", file=sys.stderr)
+            print(f"geplug: error: {escape_controls(str(exc), keep_newlines=True)}",
+                  file=sys.stderr)
             return EXIT_USAGE
         except GeplugError as exc:
-            print(f"geplug: error: {exc}", file=sys.stderr)
+            print(f"geplug: error: {escape_controls(str(exc), keep_newlines=True)}",
+                  file=sys.stderr)
             return EXIT_FINDING
         except KeyboardInterrupt:
             return 130

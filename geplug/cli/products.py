@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from geplug.plugin import PluginManager
 
-__all__ = ["NO_PRODUCTS", "add_parser"]
+__all__ = ["NO_PRODUCTS", "add_parser", "no_products_message"]
 
 NO_PRODUCTS = (
     "no product plugin is installed (or enabled), so geplug knows no product. Install one, e.g. "
@@ -45,6 +45,9 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("product", metavar="PRODUCT", help="e.g. atlas_a2 or Ascend910B3")
     p.add_argument("--json", action="store_true", help="print the full record as JSON")
+    p.add_argument("--diff", action="store_true",
+                   help="for a card that extends a family: only the keys it overrides, with "
+                        "the base's and the card's value")
     p.set_defaults(func=cmd_describe)
 
     p = subparsers.add_parser(
@@ -90,7 +93,7 @@ def _wrap(text: str, width: int | None) -> list[str]:
     return lines
 
 
-def _no_products(manager: PluginManager) -> str:
+def no_products_message(manager: PluginManager) -> str:
     """:data:`NO_PRODUCTS`, naming the plugins ``GEPLUG_DISABLE_PLUGINS`` blocked, if any."""
     from geplug.plugin import DISABLE_ENV
 
@@ -112,7 +115,7 @@ def cmd_products(args: argparse.Namespace) -> int:
     if args.json:
         _dump_json([product_summary(p) for p in products])
     if not products:
-        print(f"geplug: {_no_products(manager)}", file=sys.stderr)
+        print(f"geplug: {no_products_message(manager)}", file=sys.stderr)
         return EXIT_FINDING
     if not args.json:
         rows = [("NAME", "DISPLAY NAME", "FAMILY", "SOC VERSIONS", "INITIALIZE_SYSTEM",
@@ -136,9 +139,18 @@ def cmd_describe(args: argparse.Namespace) -> int:
     manager = get_manager()
     registry = manager.products()
     if not len(registry):
-        print(f"geplug: error: {_no_products(manager)}", file=sys.stderr)
+        print(f"geplug: error: {no_products_message(manager)}", file=sys.stderr)
         return EXIT_USAGE
     product = registry.get(args.product)  # UnknownProductError -> exit 2 with close names
+    if getattr(args, "diff", False):
+        from geplug.products.describe import describe_diff
+
+        if not product.extends:
+            print(f"geplug: error: {product.name!r} extends no product (it is a family); "
+                  "--diff shows what a card overrides of its base", file=sys.stderr)
+            return EXIT_USAGE
+        sys.stdout.write(describe_diff(product, registry.get(product.extends)))
+        return EXIT_OK
     if args.json:
         _dump_json(to_jsonable(product))
     else:
@@ -152,11 +164,13 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     import warnings
 
     from geplug.plugin import get_manager
+    from geplug.plugin.timing import SlowPluginWarning
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the report below names every skipped plugin
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # the report below names every skipped plugin
         manager = get_manager()
         report = manager.report()
+    slow = [str(w.message) for w in caught if isinstance(w.message, SlowPluginWarning)]
     conflict = manager.conflict
     skipped = [r for r in report if r.status == "skipped"]
     if args.json:
@@ -166,18 +180,21 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             "warnings": list(manager.unknown_disabled),
         })
     else:
-        rows = [("NAME", "STATUS", "ORIGIN", "DISTRIBUTION", "VERSION", "PROVIDES")]
+        rows = [("NAME", "STATUS", "ORIGIN", "DISTRIBUTION", "VERSION", "LOAD", "PROVIDES")]
         for r in report:
             provides = ", ".join(r.products) or ", ".join(
                 h.removeprefix("geplug_") for h in r.hooks) or "—"
+            load = f"{r.load_seconds * 1000:.0f} ms" if r.status == "loaded" else "—"
             rows.append((r.name, r.status, r.origin, r.distribution or "—", r.version or "—",
-                         provides))
+                         load, provides))
         sys.stdout.write(_table(rows))
         for r in report:
             if r.reason:
                 print(f"\n{r.name} ({r.provider}) {r.status}: {r.reason}")
         if not any(r.products for r in report):
-            print(f"\n{_no_products(manager)}")
+            print(f"\n{no_products_message(manager)}")
+        for message in slow:  # names the plugin, the time and the threshold
+            print(f"\n{message}")
     if conflict is not None:
         print(f"geplug: error: {conflict}", file=sys.stderr)
     for message in manager.unknown_disabled:  # a typo in GEPLUG_DISABLE_PLUGINS

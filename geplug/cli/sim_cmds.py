@@ -1,6 +1,7 @@
-"""``geplug compile``, ``geplug run`` and ``geplug demo``: the simulator from the shell.
+"""``geplug compile`` and ``geplug run``: a backend from the shell.
 
-onnx/onnxruntime are imported inside the command functions only: CLI start-up stays fast.
+Only the backend contract (:mod:`geplug.backend`) is used, so any backend serves them;
+``geplug demo`` is a backend's own sub-command (``geplug_subcommands``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,29 +19,16 @@ EXIT_USAGE = 2
 """Exit status of a usage error (geplug.cli.main)."""
 
 
-def open_system(product: str | None, config: Any) -> Any:
-    """An initialised system for ``product`` with ``config`` (path, mapping or None).
+def open_system(product: str | None, config: Any, env: Mapping[str, str] | None = None) -> Any:
+    """:func:`geplug.open_device` for ``product`` with ``config`` (path, mapping or None).
 
-    ``geplug compile`` / ``run`` / ``demo`` stand for ATC and the ACL runtime, which every
-    product has, so a product without the TF1 ``initialize_system`` API (the inference
-    series: ``runtime.initialize_system = false``) is opened too: its declaration is used with
-    that one flag lifted, every other rule of the configuration still applies.
+    ``geplug compile`` / ``run`` (and a backend's ``demo``) stand for ATC and the ACL runtime,
+    which every product has, so a product without the TF1 ``initialize_system`` API (the
+    inference series) is opened too, with every other rule of the configuration applied.
     """
-    import attrs
+    from geplug.runtime.api import open_device
 
-    from geplug.config.parse import parse_source
-    from geplug.plugin import get_manager
-    from geplug.runtime.api import initialize_system
-
-    name = product
-    if name is None:
-        name = parse_source(config)[0].soc_version or None
-    if name is not None:
-        found = get_manager().products().get(str(name))
-        if not found.runtime.initialize_system:
-            runtime = attrs.evolve(found.runtime, initialize_system=True)
-            return initialize_system(product=attrs.evolve(found, runtime=runtime), config=config)
-    return initialize_system(product=product, config=config)
+    return open_device(product=product, config=config, env=env)
 
 
 def _open_or_usage(args: argparse.Namespace) -> Any:
@@ -129,27 +116,6 @@ def _parse_inputs(specs: list[str]) -> dict[str, Any]:
     return feeds
 
 
-def _random_inputs(compiled: Any) -> dict[str, Any]:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    feeds: dict[str, Any] = {}
-    for name in compiled.imported.inputs:
-        tt = compiled.imported.types.get(name)
-        shape = tuple(int(d) if d else 1 for d in ((tt.shape or ()) if tt else ()))
-        dtype = tt.dtype if tt else "float32"
-        if dtype.startswith("float") or dtype == "bfloat16":
-            import ml_dtypes
-
-            np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-            feeds[name] = rng.standard_normal(shape).astype(np_dtype)
-        elif dtype == "bool":
-            feeds[name] = rng.integers(0, 2, shape).astype(bool)
-        else:
-            feeds[name] = rng.integers(0, 4, shape).astype(dtype)
-    return feeds
-
-
 def _check_output(path: str | None) -> None:
     from geplug.errors import GeplugError
 
@@ -185,34 +151,64 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UsageError(f"--steps {args.steps!r}: give a number of steps >= 1",
                          argument="--steps")
+    if args.ranks is not None or args.rank_table is not None or args.analytic:
+        from geplug.cli.cluster_cmds import run_cluster
+
+        return run_cluster(args, open_system)
     _check_output(args.output)
     feeds = _parse_inputs(args.input or [])
     opened = _open_or_usage(args)
     if opened is None:
         return EXIT_USAGE
-    with opened as system:
-        prof_before = _prof_dirs(system)
-        compiled = system.compile(args.model)
-        if not feeds:
-            feeds = _random_inputs(compiled)
-            print("no --input given: using seeded random inputs "
-                  + ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items()))
-        outputs: Mapping[str, Any] = {}
-        for step in range(args.steps):
-            outputs = compiled.run(feeds, step=step)
-        print(f"{compiled.name} on {system.product.name}: {args.steps} step(s), simulated "
-              f"device time {compiled.simulated_time_us:.1f} us per step")
-        for name, arr in outputs.items():
-            finite = bool(np.all(np.isfinite(arr))) if arr.dtype.kind == "f" else True
-            print(f"  {name}: {arr.dtype} {list(arr.shape)}"
-                  + ("" if finite else "  (contains inf/nan)"))
-        if args.output:
-            _save_npz(args.output, outputs)
-            print(f"outputs written to {args.output}")
-        written = _run_locations(system, compiled, prof_before)
+    from geplug.cli.progress import directory_bytes, progress
+
+    with progress(args.steps, f"running {os.path.basename(args.model)}",
+                  quiet=args.quiet) as bar:
+        with opened as system:
+            prof_before = _prof_dirs(system)
+            compiled = system.compile(args.model)
+            if not feeds:
+                from geplug.backend import random_inputs
+
+                feeds = random_inputs(compiled.inputs)
+                print("no --input given: using seeded random inputs "
+                      + ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items()))
+            outputs: Mapping[str, Any] = {}
+            dump_root = getattr(system.config, "dump_root", None)
+            for step in range(args.steps):
+                outputs = compiled.run(feeds, step=step)
+                bar.advance(directory_bytes(dump_root) if bar.enabled and dump_root else None)
+            print(f"{compiled.name} on {system.product.name}: {args.steps} step(s), simulated "
+                  f"device time {compiled.simulated_time_us:.1f} us per step (device only; "
+                  "`geplug profile summary` also shows host time)")
+            for name, arr in outputs.items():
+                finite = bool(np.all(np.isfinite(arr))) if arr.dtype.kind == "f" else True
+                print(f"  {name}: {arr.dtype} {list(arr.shape)}"
+                      + ("" if finite else "  (contains inf/nan)"))
+            _print_findings(outputs)
+            if args.output:
+                _save_npz(args.output, outputs)
+                print(f"outputs written to {args.output}")
+            bar.phase("writing dumps and profiling summaries")
+            written = _run_locations(system, compiled, prof_before)
     for label, where in written.items():  # after shutdown: every file is complete
         print(f"{label + ':':<18}{where}")
     return 0
+
+
+def _print_findings(outputs: Any) -> None:
+    """Say when outputs are non-finite and how to find the op where it starts."""
+    from geplug.runtime.result import FIND_THE_OP
+
+    nonfinite = list(getattr(outputs, "nonfinite_outputs", ()))
+    if not nonfinite:
+        return
+    named = [o for o in getattr(outputs, "overflows", ()) if o.op_name]
+    if named:
+        print(f"non-finite outputs {', '.join(nonfinite)}: the overflow starts at " + ", ".join(
+            dict.fromkeys(f"{o.op_name} ({o.op_type})" for o in named)))
+    else:
+        print(f"non-finite outputs {', '.join(nonfinite)}: {FIND_THE_OP} (in --config)")
 
 
 def _prof_dirs(system: Any) -> set[str]:
@@ -242,67 +238,57 @@ def _run_locations(system: Any, compiled: Any, prof_before: set[str]) -> dict[st
     return found
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from geplug.errors import GeplugError
-
-    try:
-        from geplug_simulator import DEFAULT_PRODUCT
-        from geplug_simulator.demo import run_demo
-    except ImportError:
-        raise GeplugError("geplug demo needs the simulator: pip install geplug-simulator "
-                          "(from a checkout: pip install -e plugins/simulator)") from None
-    product = args.product or DEFAULT_PRODUCT
-    if args.out:
-        out = os.path.abspath(args.out)
-        return run_demo(open_system, product=product, out_dir=out, stream=sys.stdout)
-    cwd = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="geplug-demo-") as tmp:
-        os.chdir(tmp)  # anything the configuration writes stays in the temp dir
-        try:
-            return run_demo(open_system, product=product, stream=sys.stdout)
-        finally:
-            os.chdir(cwd)
-
-
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="path of an .onnx file")
     p.add_argument("--product", default=None, help="product name or SoC version "
                    "(default: the config's soc_version, else the only installed product; "
                    "required when several are installed and the config names none)")
-    p.add_argument("--config", default=None, help="session configuration (TOML)")
+    p.add_argument("--config", default=None, help="session configuration (TOML; default: "
+                   "none, every option at its default)")
 
 
 def add_parser(subparsers: Any) -> None:
-    """Add ``compile``, ``run`` and ``demo``."""
+    """Add ``compile`` and ``run``."""
     p = subparsers.add_parser(
         "compile", help="show each operator's dtype, engine and implementation mode",
         description="Compile an ONNX model for a simulated product and print the per-op "
                     "decisions (dtype, AI Core/AI CPU, implementation mode, reason).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  geplug compile model.onnx --product atlas_a2\n"
+               "  geplug compile model.onnx --config job.toml --format json",
     )
     _model_args(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text for people, json for scripts (default: text)")
     p.set_defaults(func=_cmd_compile)
 
     p = subparsers.add_parser(
         "run", help="run an ONNX model on a simulated product",
         description="Compile and run an ONNX model; dumps, profiling and kernel_meta follow "
-                    "the configuration, as on hardware.",
+                    "the configuration, as on hardware. Prints the simulated device time per "
+                    "step and says when outputs are inf/NaN and how to find the op.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  geplug run model.onnx --product atlas_a2\n"
+               "  geplug run model.onnx --product atlas_a2 --config job.toml --steps 4 "
+               "--input x=x.npy --output out.npz",
     )
     _model_args(p)
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="an input array (repeat per input); default: seeded random inputs")
-    p.add_argument("--steps", type=int, default=1, help="steps (iterations) to run")
+    p.add_argument("--steps", type=int, default=1,
+                   help="steps (iterations) to run (default: 1)")
     p.add_argument("--output", default=None, metavar="FILE.npz", help="save the last outputs")
+    p.add_argument("--ranks", type=int, default=None, metavar="N",
+                   help="run N ranks as virtual devices in one process (docs/distributed.md); "
+                        "--input paths may contain {rank}")
+    p.add_argument("--rank-table", default=None, metavar="FILE.json",
+                   help="run every rank of this rank table (RANK_TABLE_FILE format)")
+    p.add_argument("--analytic", action="store_true",
+                   help="with --ranks/--rank-table: derive every rank's timeline from one "
+                        "compile, no numerics (1,024-10,000 ranks)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="with --ranks: seed of the rank-dependent random inputs "
+                        "(numpy default_rng([seed, rank]))")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress display (it is shown only on a terminal anyway)")
     p.set_defaults(func=_cmd_run)
-
-    p = subparsers.add_parser(
-        "demo", help="run two small example models and show what precision modes do",
-        description="Build a small MLP and CNN, run them on a simulated product under "
-                    "several precision modes, and print the decisions, numbers and times.",
-    )
-    p.add_argument("--product", default=None,
-                   help="product name or SoC version (default: the simulator's default "
-                        "product, geplug_simulator.DEFAULT_PRODUCT)")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="keep the models, outputs and decisions here (default: write nothing)")
-    p.set_defaults(func=_cmd_demo)

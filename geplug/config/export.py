@@ -37,10 +37,20 @@ from geplug.products.schema import Product
 
 __all__ = ["TARGETS", "Export", "export", "export_report", "export_values", "read_export"]
 
-TARGETS = ("ge", "tf", "atc", "torch")
-TARGET_NAMES = {"ge": "GE", "tf": "the TF adapter", "atc": "ATC", "torch": "torch_npu"}
+TARGETS = ("ge", "tf", "atc", "torch", "acl_json")
+TARGET_NAMES = {"ge": "GE", "tf": "the TF adapter", "atc": "ATC", "torch": "torch_npu",
+                "acl_json": "acl.json"}
 _NO_EQUIVALENT = {"ge": "no GE equivalent", "tf": "no TF adapter equivalent",
-                  "atc": "no ATC equivalent", "torch": "no torch_npu equivalent"}
+                  "atc": "no ATC equivalent", "torch": "no torch_npu equivalent",
+                  "acl_json": "no acl.json key"}
+ACL_DUMP_KEYS = {"dump_path": "dump_path", "dump_step": "dump_step", "dump_mode": "dump_mode",
+                 "dump_data": "dump_data"}
+"""Session option -> key of the acl.json ``dump`` block (options.md §4: ``dump_list``,
+``dump_path``, ``dump_mode``, ``dump_data``, ``dump_step``, ...); ``enable_dump_debug`` is
+``dump_debug: "on"``, ``enable_dump`` the block itself."""
+ATC_PLACEHOLDERS = ("--model=${MODEL}", "--framework=${FRAMEWORK:-5}", "--output=${OUTPUT}")
+"""What no session option says: the model file, its framework (5 ONNX, 3 TensorFlow,
+0 Caffe, 1 MindSpore) and the output name, as shell variables to set before running."""
 """The phrase for an option a target has no key for (no article: "no TF adapter ...")."""
 HIF8_MODES = ("cube_hif8", "mixed_hif8")
 SESSION_IMPLMODES = ("high_precision", "high_performance", "high_precision_for_all",
@@ -70,7 +80,7 @@ _ELSEWHERE = {
 _GE_PROFILING_WHY = (
     "without profiling_options GE ignores profiling_mode and falls back to env PROFILING_MODE, "
     "but the TF adapter would turn profiling on with its default profiling_options "
-    "(options.md §3.1); left out so the TF session also follows the environment")
+    "(CANN docs: profiling_mode); left out so the TF session also follows the environment")
 
 
 @attrs.frozen(kw_only=True)
@@ -88,7 +98,7 @@ def _target(to: str) -> str:
     if key not in TARGETS:
         raise ConfigError([Problem(option="--to", value=to, severity="error",
                                    message=f"unknown export target {to!r}",
-                                   hint="use ge, tf, atc or torch_npu")])
+                                   hint="use ge, tf, atc, torch_npu or acl_json")])
     return key
 
 
@@ -100,6 +110,8 @@ def _has_key(name: str, key: str) -> bool:
         return bool(spec.atc_flag)
     if key == "torch":
         return bool(spec.torch_key)
+    if key == "acl_json":
+        return name in ACL_DUMP_KEYS or name in ("enable_dump", "enable_dump_debug")
     return True
 
 
@@ -127,6 +139,8 @@ def materialised_defaults(config: SessionConfig, product: Product, to: str, *,
     mandatory soc_version: ``soc``, the SoC the product was named by, else the first)."""
     key = _target(to)
     out: dict[str, Any] = {}
+    if key == "acl_json":  # ACL takes only the dump block: no layer defaults to restate
+        return out
     target = SessionConfig(front_end=key)
     if key in ("ge", "tf") and config.graph_run_mode is None:
         mine, _ = graph_run_mode(config, product)
@@ -140,7 +154,7 @@ def materialised_defaults(config: SessionConfig, product: Product, to: str, *,
         run_mode = graph_run_mode(config, product)[0]
         out["profiling_options"] = attrs.evolve(default_profiling_options(product, run_mode),
                                                 output=None)
-    if key != "atc" and config.enable_exception_dump is None:
+    if key not in ("atc", "acl_json") and config.enable_exception_dump is None:
         mine_e = default_exception_dump(config.front_end)
         if mine_e != default_exception_dump(key):
             out["enable_exception_dump"] = mine_e
@@ -163,6 +177,8 @@ def export_values(config: SessionConfig, product: Product, to: str, *, soc: str 
         value = wanted[name]
         if key == "atc" and name == "graph_run_mode" and value == 0:
             continue  # what ATC does anyway
+        if name == "optypelist_for_implmode" and value == "":
+            continue  # empty is the default and means off (the seed): nothing to write
         if (key == "tf" and name == "profiling_mode" and value is True
                 and config.front_end not in TF_ADAPTER_FRONT_ENDS
                 and "profiling_options" not in wanted):
@@ -216,18 +232,24 @@ def export_report(config: SessionConfig, product: Product, to: str, *,
     if key == "atc" and (warning := soc_default_problem(config, product, soc)) is not None:
         problems = (warning, *problems)
     comments = [_comment(name, value, why) for name, value, why in left_out]
-    if key == "ge":
+    if key == "acl_json":
+        text = json.dumps(_acl_json(values), indent=2) + "\n"
+    elif key == "ge":
         text = json.dumps({next(k for k in OPTIONS[n].ge_keys if k.startswith("ge.")): _text(v)
                            for n, v in values.items()}, indent=2) + "\n"
     elif key == "tf":
         text = "\n".join([*comments, _tf(values)]) + "\n"
     elif key == "atc":
-        args = ["atc"] + [f"--{OPTIONS[n].atc_flag}={_text(v)}" for n, v in values.items()]
-        text = "\n".join([*comments, " ".join(shlex.quote(a) for a in args)]) + "\n"
+        args = [f"--{OPTIONS[n].atc_flag}={_text(v)}" for n, v in values.items()]
+        command = " ".join(["atc", *ATC_PLACEHOLDERS, *(shlex.quote(a) for a in args)])
+        text = "\n".join([*comments, "# set MODEL (the model file), OUTPUT (the .om name "
+                          "without extension) and FRAMEWORK if not ONNX (3 TensorFlow, 0 Caffe, "
+                          "1 MindSpore), e.g. MODEL=net.onnx OUTPUT=net", command]) + "\n"
     else:
         options = {OPTIONS[n].torch_key: _text(v) for n, v in values.items()}
-        text = "\n".join([*comments, "import torch_npu", "",
-                          f"torch_npu.npu.set_option({json.dumps(options, indent=4)})"]) + "\n"
+        call = (f"torch_npu.npu.set_option({json.dumps(options, indent=4)})" if options else
+                "# nothing to pass to torch_npu.npu.set_option: every option is left out")
+        text = "\n".join([*comments, "import torch_npu", "", call]) + "\n"
     return Export(text=text, problems=problems, values=values)
 
 
@@ -244,10 +266,26 @@ def _py_str(text: str) -> str:
     return literal
 
 
+def _acl_json(values: dict[str, Any]) -> dict[str, Any]:
+    """The acl.json object: a ``dump`` block when dumping or overflow detection is on
+    (``dump_list`` [] = every model, present only for a data dump)."""
+    if not (values.get("enable_dump") or values.get("enable_dump_debug")):
+        return {}
+    block: dict[str, Any] = {"dump_list": []} if values.get("enable_dump") else {}
+    for name, acl_key in ACL_DUMP_KEYS.items():
+        if name in values:
+            block[acl_key] = _text(values[name])
+    if values.get("enable_dump_debug"):
+        block["dump_debug"] = "on"
+    return {"dump": block}
+
+
 def _tf(values: dict[str, Any]) -> str:
     lines = [
         "import tensorflow as tf",
         "from npu_bridge.npu_init import *",
+        "npu_init = npu_ops.initialize_system()",
+        "npu_shutdown = npu_ops.shutdown_system()",
         "",
         "config = tf.ConfigProto()",
         "custom_op = config.graph_options.rewrite_options.custom_optimizers.add()",
@@ -267,6 +305,12 @@ def _tf(values: dict[str, Any]) -> str:
     lines += [
         "config.graph_options.rewrite_options.remapping = RewriterConfig.OFF",
         "config.graph_options.rewrite_options.memory_optimization = RewriterConfig.OFF",
+        "",
+        "# as in the initialize_system example: GE (and HCCL) initialised in its own session",
+        "with tf.Session(config=config) as sess:",
+        "    sess.run(npu_init)",
+        "    # call HCCL interfaces (get_rank_id, ...), run the training ...",
+        "    sess.run(npu_shutdown)",
     ]
     return "\n".join(lines)
 
@@ -289,9 +333,36 @@ def read_export(text: str, to: str) -> SessionConfig:
         lines = [line for line in text.split("\n") if line.strip() and
                  not line.startswith("#")]
         return parse.ensure(parse.parse_atc_args("\n".join(lines)), "ATC command line")
+    if key == "acl_json":
+        return _read_acl_json(text)
+    if "set_option(" not in text:
+        return SessionConfig(front_end="torch")
     start, end = text.find("set_option(") + len("set_option("), text.rfind(")")
     try:
         data = json.loads(text[start:end])
     except ValueError:
         data = None
     return parse.ensure(parse.parse_torch_options(data), "torch_npu options")
+
+
+def _read_acl_json(text: str) -> SessionConfig:
+    """Read back what the acl_json export wrote (the ``dump`` block)."""
+    from geplug.config import parse
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError([Problem(option="<acl.json>", value=text[:200], severity="error",
+                                   message=f"not JSON: {exc}")]) from None
+    block = data.get("dump") if isinstance(data, dict) else None
+    if not isinstance(block, dict):
+        return SessionConfig(front_end="python")
+    mapping: dict[str, Any] = {}
+    for name, acl_key in ACL_DUMP_KEYS.items():
+        if acl_key in block:
+            mapping[name] = block[acl_key]
+    if block.get("dump_debug") == "on":
+        mapping["enable_dump_debug"] = True
+    if "dump_list" in block:  # a data dump (overflow detection alone has no dump_list)
+        mapping["enable_dump"] = True
+    return parse.ensure(parse.parse_mapping(mapping, front_end="python"), "acl.json")

@@ -12,6 +12,7 @@ __all__ = [
     "OPTIONS",
     "OPTION_ORDER",
     "TF_ALIASES",
+    "TORCH_CARRIED_KEYS",
     "TORCH_KEY_TO_OPTION",
     "OptionSpec",
 ]
@@ -80,7 +81,7 @@ _SPECS = (
     _o("op_debug_level", "int", "i", ("ge.opDebugLevel", "op_debug_level"),
        atc="op_debug_level", torch="ACL_OP_DEBUG_LEVEL", section="§7.1"),
     _o("op_debug_config", "str", "s", ("ge.exec.opDebugConfig", "op_debug_config"),
-       atc="op_debug_config", section="§7.2", levels=_GLOBAL),
+       atc="op_debug_config", torch="ACL_OP_DEBUG_OPTION", section="§7.2", levels=_GLOBAL),
     _o("debug_dir", "str", "s", ("ge.debugDir", "debug_dir"), atc="debug_dir",
        torch="ACL_DEBUG_DIR", section="§7.3"),
     _o("enable_exception_dump", "int", "i",
@@ -110,6 +111,11 @@ TF_ALIASES: dict[str, str] = {"soc_config": "soc_version"}
 """TF ``parameter_map`` names that differ from the option name (options.md §10)."""
 
 TORCH_KEY_TO_OPTION: dict[str, str] = {s.torch_key: s.name for s in _SPECS if s.torch_key}
+
+TORCH_CARRIED_KEYS = frozenset({"ACL_AICORE_NUM", "ACL_OP_COMPILER_CACHE_MODE",
+                                "ACL_OP_COMPILER_CACHE_DIR"})
+"""torch_npu ``set_option`` keys that exist but are not session options geplug models (core
+count limits, the operator compile cache): read with a warning, never an error."""
 
 ATC_IGNORED_FLAGS = frozenset({
     "model", "weight", "framework", "output", "input_shape", "input_format", "out_nodes",

@@ -36,6 +36,7 @@ from geplug.config.parse_layers import (
 from geplug.config.parse_tf import parse_tf_parameter_map, parse_tf_snippet
 from geplug.config.problems import Problem
 from geplug.config.text import short
+from geplug.limits import MAX_DEPTH, check_depth, escape_controls
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -102,8 +103,16 @@ def parse_toml_text(text: str, *, source: str = "<toml>") -> Parsed:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
         return SessionConfig(), [Problem(
-            option=source, value=source, severity="error", message=f"malformed TOML: {exc}",
+            option=source, value=source, severity="error",
+            message=f"malformed TOML: {escape_controls(str(exc))}",
             hint="fix the TOML syntax (strings need quotes, tables [name])")]
+    deep = check_depth(data)
+    if deep is not None:
+        return SessionConfig(), [Problem(
+            option=source, value=source, severity="error",
+            message=f"{deep} nests tables/arrays deeper than {MAX_DEPTH} levels (the limit, "
+                    "docs/limits.md)",
+            hint="a session configuration nests at most a table or two; flatten it")]
     return parse_mapping(data)
 
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from geplug.config.model import PROFILING_KEYS, ProfilingOptions, SessionConfig
 from geplug.config.problems import Problem
-from geplug.config.text import describe, digits, short
+from geplug.config.text import describe, short, signed_digits
 from geplug.errors import ConfigError
+from geplug.limits import finite
 
 __all__ = [
     "MAX_PROFILING_JSON_CHARS",
@@ -159,7 +160,9 @@ def _string_hint(key: str, item: Any) -> str:
         if isinstance(item, bool) and ("on" if item else "off") in allowed:
             return f'write "{"on" if item else "off"}"{reads}'
         return "write one of " + ", ".join(f'"{a}"' for a in allowed) + reads
-    number = isinstance(item, (int, float)) and not isinstance(item, bool)
+    if isinstance(item, float) and not finite(item):  # inf, nan: no number to suggest
+        return "write a string" + reads + "; inf and nan are not values of any key"
+    number = finite(item) and abs(item) < 1e15
     if key == "storage_limit" and number:
         size = max(int(item), 200) if item == int(item) else 200
         return f'write it as a string with the unit: "{key}": "{size}MB" (200MB at least)'
@@ -191,7 +194,7 @@ def convert(option: str, value: Any, kind: str, problems: list[Problem]) -> Any:
                 return None
             return value
         hint = f"write {value} without quotes" if isinstance(value, str) and \
-            digits(value.strip().lstrip("-")) else ""
+            signed_digits(value.strip()) else ""
         problems.append(type_problem(option, value, "an integer", hint))
         return None
     if kind == "str":

@@ -15,6 +15,7 @@ from geplug.config.options import (
     GE_KEY_TO_OPTION,
     GE_LEVELS,
     OPTIONS,
+    TORCH_CARRIED_KEYS,
     TORCH_KEY_TO_OPTION,
 )
 from geplug.config.parse_common import (
@@ -25,7 +26,9 @@ from geplug.config.parse_common import (
     unknown,
 )
 from geplug.config.problems import Problem
-from geplug.config.text import digits, short
+from geplug.config.text import short, signed_digits
+from geplug.errors import ConfigError
+from geplug.limits import MAX_CONFIG_BYTES, check_depth, decode_utf8, depth_error, read_bytes
 
 __all__ = ["GE_IGNORED", "parse_atc_args", "parse_ge_file", "parse_ge_options",
            "parse_torch_options"]
@@ -101,7 +104,7 @@ def parse_ge_options(options: Any, *, level: str | None = None) -> Parsed:
             values[name] = raw == "1"
         elif kind == "int":
             text = raw.strip()
-            if not (digits(text.lstrip("-")) and len(text) < 12):
+            if not (signed_digits(text) and len(text) < 12):
                 problems.append(Problem(option=key, value=raw, severity="error",
                                         message="expected an integer as decimal text",
                                         hint='e.g. "0"', code="E10001"))
@@ -130,14 +133,24 @@ def _ge_text(raw: Any, kind: str) -> str:
 def parse_ge_file(path: Any, *, level: str | None = None) -> Parsed:
     """Read a JSON file holding a GE option map; an unreadable file or bad JSON is a problem."""
     name = os.fspath(path)
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError([Problem(option=name, value=name, severity="error",
+                                    message=message,
+                                    hint="give a JSON object of GE keys to string values")])
+
     try:
-        with open(name, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError, RecursionError) as exc:
-        return SessionConfig(front_end="ge"), [Problem(
-            option=name, value=name, severity="error",
-            message=f"cannot read the GE option map: {exc}",
-            hint="give a JSON object of GE keys to string values")]
+        raw = read_bytes(name, limit=MAX_CONFIG_BYTES, what="GE option map", fail=fail)
+        text = decode_utf8(raw, path=name, what="GE option map", fail=fail)
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise fail(f"cannot read the GE option map: {exc}") from None
+        deep = check_depth(data)
+        if deep is not None:
+            raise fail(depth_error(name, deep))
+    except ConfigError as exc:
+        return SessionConfig(front_end="ge"), list(exc.problems)
     return parse_ge_options(data, level=level)
 
 
@@ -198,7 +211,7 @@ def parse_atc_args(args: Any) -> Parsed:
                                     message=msg, hint=f"give a value: --{flag}=...", code=code))
             continue
         if OPTIONS[name].kind == "int":
-            if not (digits(value.lstrip("-")) and len(value) < 12):
+            if not (signed_digits(value) and len(value) < 12):
                 problems.append(Problem(
                     option=f"--{flag}", value=short(value), severity="error",
                     message=f"Value {value} for parameter --{flag} is invalid. Reason: The "
@@ -224,6 +237,13 @@ def parse_torch_options(options: Any) -> Parsed:
     values: dict[str, Any] = {}
     for key, raw in options.items():
         name = TORCH_KEY_TO_OPTION.get(key) if isinstance(key, str) else None
+        if name is None and key in TORCH_CARRIED_KEYS:
+            problems.append(Problem(
+                option=str(key), value=short(raw), severity="warning",
+                message="a torch_npu option geplug does not model (AI Core count or the "
+                        "operator compile cache); accepted and left aside",
+                hint="keep it for torch_npu; it changes nothing in geplug's checks"))
+            continue
         if name is None:
             problems.append(unknown(str(key), raw, TORCH_KEY_TO_OPTION, "torch_npu option keys"))
             continue

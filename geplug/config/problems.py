@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 import attrs
 
-from geplug.config.text import literal
+from geplug.config.text import literal, short
+from geplug.limits import MAX_KEY_CHARS, escape_controls
 
 __all__ = ["Problem", "unique"]
 
@@ -44,14 +45,15 @@ class Problem:
         file as a whole (``value`` is the option path itself) reads ``path: message``. A
         message that ends a sentence loses its final full stop before ``; hint``.
         """
+        option = escape_controls(short(self.option, MAX_KEY_CHARS))
         if self.value is None:
-            head = f"{self.option} (not set)"
+            head = f"{option} (not set)"
         elif isinstance(self.value, str) and self.value == self.option:
-            head = self.option
-        elif isinstance(self.value, (str, int, float)) and not isinstance(self.value, bool):
-            head = f"{self.option} = {self.value!r}"
+            head = option
+        elif isinstance(self.value, (str, float)) and not isinstance(self.value, bool):
+            head = f"{option} = {short(self.value)!r}"
         else:  # true, 2024-01-01, arrays: as written in TOML, not as Python reprs
-            head = f"{self.option} = {literal(self.value)}"
+            head = f"{option} = {literal(self.value)}"
         message = self.message.rstrip()
         text = f"{head}: {message}"
         if self.hint:
@@ -60,7 +62,7 @@ class Problem:
             text = f"{head}: {message}; {self.hint.strip()}"
         if self.code:
             text += f" [{self.code}]"
-        return text
+        return escape_controls(text)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of ``geplug check --format json``."""

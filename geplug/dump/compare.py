@@ -30,6 +30,7 @@ __all__ = [
     "check_thresholds",
     "compare_arrays",
     "compare_trees",
+    "cosine_text",
 ]
 
 _REL_FLOOR = 1e-7
@@ -158,18 +159,24 @@ class CompareReport:
             + (f", max relative error <= {self.rel_threshold:g}" if self.rel_threshold else ""),
             "",
         ]
+        rows = [(op, t) for op in self.ops for t in op.tensors]
+        w_type = max([len("op type"), *(len(op.op_type) for op, _ in rows)])
+        w_name = max([len("op name"), *(len(op.op_name) for op, _ in rows)])
+        w_tensor = max([len("tensor"), *(len(t.tensor) for _, t in rows)])
+        w_cos = max([len("cosine"), *(len(cosine_text(t.cosine)) for _, t in rows)])
         if self.ops:
-            lines.append(f"   {'step':>4} {'task':>5}  {'op type':<14} {'op name':<28} "
-                         f"{'tensor':<9} {'cosine':>9} {'max abs':>10} {'max rel':>10}  status")
+            lines.append(f"   {'step':>4} {'task':>5}  {'op type':<{w_type}} "
+                         f"{'op name':<{w_name}} {'tensor':<{w_tensor}} {'cosine':>{w_cos}} "
+                         f"{'max abs':>12} {'max rel':>12}  status")
         for op in self.ops:
             mark = ">>" if op is first else (" !" if op.failed else "  ")
-            first_head = (f"{mark} {op.step:>4} {op.task_id:>5}  {op.op_type[:14]:<14} "
-                          f"{op.op_name[:28]:<28}")
+            first_head = (f"{mark} {op.step:>4} {op.task_id:>5}  {op.op_type:<{w_type}} "
+                          f"{op.op_name:<{w_name}}")
             for i, t in enumerate(op.tensors):
                 head = first_head if i == 0 else " " * len(first_head)
                 lines.append(
-                    f"{head} {t.tensor:<9} {_num(t.cosine):>9} {_num(t.max_abs):>10} "
-                    f"{_num(t.max_rel):>10}  {t.status}"
+                    f"{head} {t.tensor:<{w_tensor}} {cosine_text(t.cosine):>{w_cos}} "
+                    f"{_num(t.max_abs):>12} {_num(t.max_rel):>12}  {t.status}"
                     + (f" ({t.nonfinite_mismatch} inf/nan mismatches)"
                        if t.nonfinite_mismatch else "")
                 )
@@ -183,7 +190,8 @@ class CompareReport:
             bad = next(t for t in first.tensors if t.failed)
             lines.append(
                 f">> first op over the threshold: {first.op_name!r} ({first.op_type}) at step "
-                f"{first.step}, task {first.task_id}: {bad.tensor} cosine {_num(bad.cosine)}, "
+                f"{first.step}, task {first.task_id}: {bad.tensor} cosine "
+                f"{cosine_text(bad.cosine)}, "
                 f"max abs {_num(bad.max_abs)}"
                 + (f", {bad.nonfinite_mismatch} inf/nan mismatches (overflow)"
                    if bad.nonfinite_mismatch else "")
@@ -192,6 +200,18 @@ class CompareReport:
             lines.append(f"unmatched ops: {len(self.only_in_a)} only in A, "
                          f"{len(self.only_in_b)} only in B")
         return "\n".join(lines) + "\n"
+
+
+def cosine_text(value: float) -> str:
+    """A cosine similarity with six decimals, or as many more (up to 12) as it takes never
+    to print a value below 1 as ``1`` (0.9999996 -> ``0.9999996``, not ``1.000000``)."""
+    if math.isnan(value) or math.isinf(value):
+        return _num(value)
+    for decimals in range(6, 13):
+        text = f"{value:.{decimals}f}"
+        if value >= 1.0 or float(text) < 1.0:
+            return text
+    return f"{math.floor(value * 1e12) / 1e12:.12f}"  # below 1 by less than 1e-12
 
 
 def _num(value: float) -> str:

@@ -5,7 +5,9 @@ with ``os.link`` (which fails instead of replacing when the name is taken; anoth
 may dump into the same ``dump_path``), falling back to ``os.replace`` after an existence check
 on file systems without hard links. A taken name is retried with the next timestamp. Names
 over 255 bytes are replaced by numeric names recorded in ``mapping.csv`` (formats.md §2.8).
-Every byte goes through :func:`_os_write`, so a test can simulate a full disk.
+Every byte goes through :func:`_os_write`, so a test can simulate a full disk. Temporary
+files are :func:`geplug.atomic.create_temp`'s: a dead writer's leftovers are removed by the
+next writer into the directory.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from geplug.atomic import create_temp
 from geplug.dump.naming import MAX_NAME_BYTES
 from geplug.errors import DumpError
 
@@ -33,7 +36,6 @@ MAPPING_FILE = "mapping.csv"
 _os_write = os.write
 """The low-level write every dump byte goes through (tests replace it to simulate ENOSPC)."""
 _SMALL = 1 << 16
-_tmp_ids = itertools.count()
 _mapping_lock = threading.Lock()
 _NO_LINK = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
 
@@ -82,9 +84,8 @@ def ensure_dir(path: str) -> str:
 
 
 def _write_temp(directory: str, chunks: Iterable[Any], final_hint: str) -> str:
-    tmp = os.path.join(directory, f".geplug.{os.getpid()}.{next(_tmp_ids)}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+        fd, tmp = create_temp(directory, mode=0o640)  # sweeps dead writers' leftovers first
     except OSError as exc:
         raise _fail("create dump file", os.path.join(directory, final_hint), exc) from exc
     try:

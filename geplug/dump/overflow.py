@@ -28,6 +28,7 @@ from geplug.dump.fileio import ClaimedFiles, publish
 from geplug.dump.ids import ACC_AICPU, acc_type, ffts_suffix, task_type_code
 from geplug.dump.naming import dump_file_name
 from geplug.dump.opdebug import NOT_SET, OPDEBUG_MAGIC, overflow_record
+from geplug.errors import OverflowWarning
 
 if TYPE_CHECKING:
     from geplug.dump.data_writer import DataDumpWriter
@@ -48,10 +49,6 @@ __all__ = [
 HUGE_FP16 = 65500.0
 """float16 magnitudes at or above this are the saturated extreme (options.md §4.6)."""
 _FLOAT_KINDS = ("f", "V")
-
-
-class OverflowWarning(UserWarning):
-    """An op overflowed during a run with enable_dump_debug; names the op and the summary."""
 
 
 @attrs.frozen(kw_only=True)

@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from geplug.dump.policy import dump_layer_names, step_selected
-from geplug.errors import DumpError
+from geplug.errors import DumpError, GeplugWarning
 from geplug.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ __all__ = [
 GEPLUG_PLUGIN_API = 1
 
 
-class DumpLayerWarning(UserWarning):
+class DumpLayerWarning(GeplugWarning):
     """``dump_layer`` names ops that never ran on a dump step (misspelt, or of no model)."""
 
 

@@ -25,6 +25,7 @@ from geplug.dump.fileio import MAPPING_FILE
 from geplug.dump.naming import DumpName, parse_dump_name
 from geplug.dump.opdebug import OverflowRecord, parse_overflow_record
 from geplug.errors import DumpError
+from geplug.limits import MAX_CONFIG_BYTES, decode_utf8, iter_csv, read_bytes
 
 __all__ = [
     "DumpEntry",
@@ -40,6 +41,8 @@ __all__ = [
     "read_mapping",
 ]
 
+MAX_MAPPING_BYTES = 16 * MAX_CONFIG_BYTES
+"""Largest ``mapping.csv`` read (16 MiB: ~100,000 long names)."""
 _LAYOUT_LEVELS = ("time", "device_id", "model_name", "model_id", "step")
 EXCEPTION_DIR_NAME = "data-dump"
 """The exception dump directory ``{root}/extra-info/data-dump/{device_id}/`` (formats.md §4)."""
@@ -160,10 +163,17 @@ def read_mapping(directory: str) -> dict[str, str]:
     if not os.path.isfile(path):
         return {}
     mapping: dict[str, str] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        for row in csv.reader(fh):
+    data = read_bytes(path, limit=MAX_MAPPING_BYTES, what="dump name mapping",
+                      fail=lambda m: DumpError(m, path=path))
+    text = decode_utf8(data, path=path, what="dump name mapping",
+                       fail=lambda m: DumpError(m, path=path))
+    try:
+        for row in csv.reader(text.splitlines()):
             if len(row) >= 2:
                 mapping[row[0].strip()] = row[1].strip()
+    except csv.Error as exc:
+        raise DumpError(f"dump name mapping {path!r} is not a readable CSV file: {exc}",
+                        path=path) from None
     return mapping
 
 
@@ -384,12 +394,8 @@ class StatsFile:
 
     def rows(self) -> list[dict[str, str]]:
         """The rows, one per tensor, keyed by the column names of the header line."""
-        try:
-            with open(self.path, newline="", encoding="utf-8") as fh:
-                return list(csv.DictReader(fh))
-        except (OSError, UnicodeDecodeError, csv.Error) as exc:
-            raise DumpError(f"cannot read statistics file {self.path!r}: {exc}",
-                            path=self.path) from exc
+        return list(iter_csv(self.path, what="statistics file",
+                             fail=lambda m: DumpError(m, path=self.path)))
 
 
 def iter_stats_files(root: str | os.PathLike[str]) -> Iterator[StatsFile]:

@@ -27,18 +27,20 @@ __all__ = ["STAT_COLUMNS", "StatsWriter", "tensor_stats"]
 STAT_COLUMNS = (
     "Op Type", "Op Name", "Task ID", "Stream ID", "Timestamp", "Input/Output", "Slot",
     "Data Size", "Data Type", "Format", "Shape", "Max Value", "Min Value", "Avg Value",
-    "Count", "Nan Count", "Negative Inf Count", "Positive Inf Count",
+    "L2Norm Value", "Count", "Nan Count", "Negative Inf Count", "Positive Inf Count",
 )
 
 
 def tensor_stats(array: np.ndarray) -> dict[str, Any]:
-    """max, min, mean over the finite values, and counts of NaN / -inf / +inf."""
+    """max, min, mean over the finite values, the L2 norm of every value (inf / NaN when the
+    tensor holds them, as a norm of the data would), and counts of NaN / -inf / +inf."""
     wide = np.asarray(array).astype(np.float64).reshape(-1)
     finite = wide[np.isfinite(wide)]
     return {
         "max": float(finite.max()) if finite.size else float("nan"),
         "min": float(finite.min()) if finite.size else float("nan"),
         "mean": float(finite.mean()) if finite.size else float("nan"),
+        "l2norm": float(np.sqrt(np.dot(wide, wide))) if wide.size else 0.0,
         "count": int(wide.size),
         "nan": int(np.isnan(wide).sum()),
         "neg_inf": int(np.isneginf(wide).sum()),
@@ -69,7 +71,7 @@ class StatsWriter:
                     op.op_type, op.name, op.task_id, op.stream_id, event.timestamp_us, kind,
                     slot, t.array.nbytes, t.array.dtype.name, t.format,
                     "(" + ",".join(str(d) for d in t.array.shape) + ")", s["max"], s["min"],
-                    s["mean"], s["count"], s["nan"], s["neg_inf"], s["pos_inf"],
+                    s["mean"], s["l2norm"], s["count"], s["nan"], s["neg_inf"], s["pos_inf"],
                 ])
         written: list[str] = []
         with self._lock:

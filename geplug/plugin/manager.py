@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from importlib import metadata
@@ -25,8 +26,9 @@ import attrs
 import pluggy
 
 from geplug import hookspecs
-from geplug.errors import CapabilityError, GeplugError, PluginConflictError
+from geplug.errors import CapabilityError, GeplugError, GeplugWarning, PluginConflictError
 from geplug.plugin.static import StaticInfo, inspect_target
+from geplug.plugin.timing import warn_if_slow
 from geplug.products.assemble import assemble, find_conflict
 from geplug.products.load import Declaration
 from geplug.products.query import ProductRegistry
@@ -49,17 +51,20 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
 )
 """(name, module) of the core's own plugins, registered before any entry point."""
 _HOOK_NAMES: tuple[str, ...] = tuple(sorted(n for n in dir(hookspecs) if n.startswith("geplug_")))
+_RELAYED_HOOKS = frozenset({"geplug_compile"})
+"""Hooks called through pluggy's own relay (which honours wrappers). geplug calls every other
+hook in its own isolated loop, in pluggy's order; a wrapper there is refused at load."""
 
 
-class PluginSkippedWarning(UserWarning):
+class PluginSkippedWarning(GeplugWarning):
     """A plugin was skipped; the message names the plugin, its distribution and why."""
 
 
-class PluginNameWarning(UserWarning):
+class PluginNameWarning(GeplugWarning):
     """``GEPLUG_DISABLE_PLUGINS`` names a plugin that does not exist (a typo guard)."""
 
 
-class SocConflictWarning(UserWarning):
+class SocConflictWarning(GeplugWarning):
     """Two installed products declare the same SoC version string (lookups by it fail)."""
 
 
@@ -110,6 +115,8 @@ class PluginRecord:
     reason: str = ""
     products: tuple[str, ...] = ()
     hooks: tuple[str, ...] = ()
+    load_seconds: float = 0.0
+    """Time to import the plugin plus its ``geplug_capabilities`` (geplug/plugin/timing.py)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping of this record."""
@@ -134,6 +141,7 @@ class PluginManager:
         """plugin name -> its entry-point target (to explain a disabled or skipped plugin)."""
         self._static: dict[str, StaticInfo] = {}
         self._impls: dict[str, tuple[int, list[_Impl]]] = {}
+        self._external: dict[str, tuple[int, bool]] = {}
         """hook name -> (pluggy generation, implementations) for :meth:`call_each`."""
         self._registry: ProductRegistry | None = None
         self._declared: dict[str, tuple[str, ...]] = {}
@@ -250,6 +258,12 @@ class PluginManager:
         except ValueError as exc:
             self._skip(record, str(exc))
             return False
+        wrapped = _wrapper_hooks(self.pm, name)
+        if wrapped:
+            self._skip(record, f"{wrapped[0]} is a wrapper (wrapper=True / hookwrapper=True); "
+                       "geplug calls it in its own isolated loop, where wrappers are not "
+                       "supported: make it a plain implementation (tryfirst/trylast order it)")
+            return False
         self._records[name] = attrs.evolve(record, hooks=tuple(impl_names))
         self._registry = None
         return True
@@ -274,12 +288,19 @@ class PluginManager:
                 record, status="disabled", reason=f"listed in {DISABLE_ENV}"
             )
             return
+        started = time.perf_counter()
         try:
             module = loader() if loader is not None else importlib.import_module(target)
         except Exception as exc:  # a broken plugin must not break the others
             self._skip(record, f"failed to import {target!r}: {type(exc).__name__}: {exc}")
             return
-        self.register(module, name, distribution=distribution, version=version, origin=origin)
+        seconds = time.perf_counter() - started
+        if self.register(module, name, distribution=distribution, version=version,
+                         origin=origin):
+            registered = next(reversed(self._records))  # `name`, or `name[dist]` when renamed
+            self._records[registered] = attrs.evolve(self._records[registered],
+                                                     load_seconds=seconds)
+            warn_if_slow(registered, record.provider, seconds, "import")
 
     def _skip(self, record: PluginRecord, reason: str) -> None:
         self._records[record.name] = attrs.evolve(record, status="skipped", reason=reason)
@@ -418,9 +439,11 @@ class PluginManager:
         """(plugin name, declaration) from every ``geplug_capabilities``; raisers skipped."""
         collected: list[tuple[str, Declaration]] = []
         for impl in list(self.pm.hook.geplug_capabilities.get_hookimpls()):
+            started = time.perf_counter()
             try:
                 result: Any = impl.function()
                 declarations = list(result or ())
+                self._add_load_time(impl.plugin_name, time.perf_counter() - started)
                 for decl in declarations:
                     if not isinstance(decl, Declaration):
                         raise TypeError(
@@ -436,6 +459,14 @@ class PluginManager:
                 continue
             collected.extend((impl.plugin_name, d) for d in declarations)
         return collected
+
+    def _add_load_time(self, plugin_name: str, seconds: float) -> None:
+        """Add ``geplug_capabilities``'s time to a plugin's load time; warn when slow."""
+        record = self._records.get(plugin_name)
+        if record is not None:
+            self._records[plugin_name] = attrs.evolve(
+                record, load_seconds=record.load_seconds + seconds)
+            warn_if_slow(plugin_name, record.provider, seconds, "geplug_capabilities")
 
     # -- calling hooks with the error policy ---------------------------------------------
 
@@ -496,9 +527,12 @@ class PluginManager:
         cached = self._impls.get(hook_name)
         if cached is not None and generation is not None and cached[0] == generation:
             return cached[1]
+        # pluggy stores trylast, plain, tryfirst (each in registration order) and calls them
+        # last-registered first, tryfirst first: the reverse of the stored order
         impls: list[_Impl] = [
             (impl.function, tuple(impl.argnames), impl.plugin_name)
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
+            for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls())
+            if not (impl.hookwrapper or impl.wrapper)
         ]
         if generation is not None:
             self._impls[hook_name] = (generation, impls)
@@ -514,9 +548,75 @@ class PluginManager:
                 errors.append(exc)
         return errors
 
+    def has_external(self, hook_name: str) -> bool:
+        """Whether a plugin that is not one of geplug's built-ins implements ``hook_name``.
+
+        Backends use it to decide whether per-task profiling events are worth building next
+        to the batched step record the built-in collectors consume.
+        """
+        generation = getattr(self.pm, "generation", None)
+        cached = self._external.get(hook_name)
+        if cached is not None and generation is not None and cached[0] == generation:
+            return cached[1]
+        found = any(
+            (record := self._records.get(name)) is None or record.origin != "builtin"
+            for _, _, name in self._implementations(hook_name)
+        )
+        if generation is not None:
+            self._external[hook_name] = (generation, found)
+        return found
+
+    def subcommands(self, taken: Iterable[str] = ()) -> list[Any]:
+        """The :class:`geplug.backend.Subcommand` records of every ``geplug_subcommands``.
+
+        A plugin that raises or returns something else is skipped with a warning naming it; a
+        name in ``taken`` (the core's commands) or already returned by another plugin is left
+        out with a :class:`PluginSkippedWarning`-style note.
+        """
+        from geplug.backend import Subcommand
+
+        seen = set(taken)
+        found: list[Any] = []
+        for impl in list(reversed(self.pm.hook.geplug_subcommands.get_hookimpls())):
+            record = self._records.get(impl.plugin_name)
+            try:
+                returned: Any = impl.function()
+                result = list(returned or ())
+                bad = [r for r in result if not isinstance(r, Subcommand)]
+                if bad:
+                    raise TypeError(f"returned {type(bad[0]).__name__}, expected "
+                                    "geplug.backend.Subcommand records")
+            except Exception as exc:
+                if record is None or record.origin == "builtin":
+                    raise
+                self._skip(record, f"geplug_subcommands raised {type(exc).__name__}: {exc}")
+                continue
+            for command in result:
+                if command.name in seen:
+                    who = record.provider if record is not None else impl.plugin_name
+                    warnings.warn(PluginSkippedWarning(
+                        f"geplug plugin {impl.plugin_name!r} ({who}): sub-command "
+                        f"{command.name!r} left out, the name is already taken"), stacklevel=2)
+                    continue
+                seen.add(command.name)
+                found.append(command)
+        return found
+
     def implementers(self, hook_name: str) -> list[str]:
         """Names of the plugins implementing ``hook_name``, in call order."""
         return [i.plugin_name for i in reversed(getattr(self.pm.hook, hook_name).get_hookimpls())]
+
+
+def _wrapper_hooks(pm: pluggy.PluginManager, name: str) -> list[str]:
+    """The hooks (other than relayed ones) that plugin ``name`` implements as a wrapper."""
+    found = []
+    for caller in pm.get_hookcallers(pm.get_plugin(name)) or ():
+        if caller.name in _RELAYED_HOOKS:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin_name == name and (impl.hookwrapper or impl.wrapper):
+                found.append(caller.name)
+    return sorted(found)
 
 
 def _hookimpl_names(plugin: object) -> Iterable[str]:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import attrs
 
+from geplug.limits import MAX_DECLARATION_BYTES, check_depth, read_bytes
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -72,8 +74,13 @@ def inspect_target(target: str) -> StaticInfo:
 def _declared(path: Path) -> tuple[str, list[str]]:
     """(product name, SoC strings) of a declaration file; ("", []) for any other TOML."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = read_bytes(str(path), limit=MAX_DECLARATION_BYTES, what="declaration",
+                          fail=_Unreadable)
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (_Unreadable, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError,
+            MemoryError, ValueError):
+        return "", []  # only an explanation is at stake: the loader reports the file itself
+    if check_depth(raw) is not None:
         return "", []
     product = raw.get("product")
     if "schema_version" not in raw or not isinstance(product, dict):
@@ -82,6 +89,10 @@ def _declared(path: Path) -> tuple[str, list[str]]:
     socs = product.get("soc_versions")
     listed = [s for s in socs if isinstance(s, str)] if isinstance(socs, list) else []
     return (name, listed) if isinstance(name, str) else ("", [])
+
+
+class _Unreadable(Exception):
+    """A declaration that cannot be read (the reason is not needed here)."""
 
 
 def _module_source(origin: str | None, roots: list[Path], rest: list[str]) -> str | None:

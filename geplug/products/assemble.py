@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from geplug.errors import CapabilityError
+from geplug.products.coherence import did_you_mean
 from geplug.products.load import Declaration, build_product, merge_over_base
 from geplug.products.schema import Product
 
@@ -30,6 +31,8 @@ class Assembly:
     """plugin name -> the products it declares."""
     failed_plugin: str = ""
     reason: str = ""
+    error: CapabilityError | None = None
+    """The error that made :attr:`failed_plugin` fail (every key path in ``errors``)."""
 
 
 def find_conflict(collected: Collected) -> tuple[str, str, str] | None:
@@ -66,8 +69,9 @@ def assemble(collected: Collected, providers: Mapping[str, str]) -> Assembly:
             if decl.extends not in by_name:
                 raise CapabilityError(
                     f"{decl.path!r}: product.extends: expected an installed product, got "
-                    f"{decl.extends!r} (not installed, or its plugin was skipped); "
-                    "install the plugin that declares it",
+                    f"{decl.extends!r} (not installed, or its plugin was skipped)"
+                    f"{did_you_mean(decl.extends, by_name)} Install the plugin that declares "
+                    "it, or name an installed product (`geplug products`)",
                     path=decl.path, key="product.extends",
                 )
             base = resolve(by_name[decl.extends], (*chain, decl.name))
@@ -81,7 +85,8 @@ def assemble(collected: Collected, providers: Mapping[str, str]) -> Assembly:
         try:
             product = build_product(resolve(decl, ()))
         except CapabilityError as exc:
-            return Assembly(failed_plugin=plugin_name, reason=f"invalid capabilities: {exc}")
+            return Assembly(failed_plugin=plugin_name, reason=f"invalid capabilities: {exc}",
+                            error=exc)
         products[decl.name] = attrs.evolve(
             product, extends=decl.extends, source_path=decl.path,
             distribution=providers.get(plugin_name, ""),

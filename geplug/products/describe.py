@@ -18,7 +18,7 @@ import attrs
 from geplug.products.domains import AIC_METRICS_GROUPS, KERNEL_META_SUFFIXES
 from geplug.products.schema import FrequencyRange, OpSupport, Product
 
-__all__ = ["DTYPE_SHORT", "describe_product"]
+__all__ = ["DTYPE_SHORT", "describe_diff", "describe_product", "product_diff"]
 
 WIDTH = 100
 KEY_WIDTH = 26
@@ -31,12 +31,12 @@ DTYPE_SHORT = {
 """Short dtype names used in the operator table (a legend is printed under it)."""
 
 _SECTIONS: tuple[tuple[str, str, str], ...] = (
-    ("runtime", "Runtime", "options.md §6, §13.1, §15"),
-    ("precision", "Precision", "options.md §5, §13.1"),
-    ("implmode", "Implementation modes", "options.md §9"),
-    ("dump", "Dump", "options.md §4, formats.md §2-4"),
-    ("profiling", "Profiling", "options.md §3.3, §13.2; formats.md §6"),
-    ("debug", "Operator compile debug files", "options.md §7, formats.md §5"),
+    ("runtime", "Runtime", "CANN docs: initialize_system, graph_run_mode, rank table"),
+    ("precision", "Precision", "CANN docs: precision_mode, precision_mode_v2"),
+    ("implmode", "Implementation modes", "CANN docs: op_select_implmode, op_precision_mode"),
+    ("dump", "Dump", "CANN docs: enable_dump, enable_dump_debug, dump data"),
+    ("profiling", "Profiling", "CANN docs: profiling_options, msprof output"),
+    ("debug", "Operator compile debug files", "CANN docs: op_debug_level, op_debug_config"),
     ("compute", "Compute model for simulated timing", "approximate public figures"),
 )
 
@@ -145,7 +145,7 @@ def _ops_table(product: Product) -> list[str]:
     legend = ", ".join(f"{DTYPE_SHORT.get(d, d)}={d}" for d in used)
     lines += _kv("dtypes", legend)
     lines += _kv("mix list", "white = may be lowered, black = kept, grey = follows the "
-                 "previous op (options.md §5.5); * = fp16 in / fp32 out on the cube")
+                 "previous op (CANN docs: mixed precision); * = fp16 in / fp32 out on the cube")
     return lines
 
 
@@ -159,3 +159,60 @@ def _op_row(op: OpSupport) -> tuple[str, ...]:
         " ".join(op.impl_modes) or "—",
         mix,
     )
+
+
+_IDENTITY_ONLY = ("name", "source_path", "distribution", "extends")
+"""Fields every card has of its own, never shown as an override."""
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for key, inner in value.items():
+            _flatten(inner, f"{prefix}.{key}" if prefix else str(key), out)
+    else:
+        out[prefix] = value
+
+
+def product_diff(card: Product, base: Product) -> list[tuple[str, Any, Any]]:
+    """``(capabilities.toml key path, base value, card value)`` for every key that differs.
+
+    Keys use the file's spelling: ``ops.Gelu.aicore_dtypes``, ``compute.ai_cores``,
+    ``product.display_name``; a key only one side has shows ``None`` on the other.
+    """
+    from geplug.products.jsonable import to_jsonable
+
+    def flat(product: Product) -> dict[str, Any]:
+        data = to_jsonable(product)
+        out: dict[str, Any] = {}
+        for key in ("display_name", "family_id", "soc_versions", "description"):
+            out[f"product.{key}"] = data.pop(key)
+        for key in _IDENTITY_ONLY:
+            data.pop(key, None)
+        ops = data.pop("ops")
+        ops["default"] = data.pop("default_op")
+        for op in ops.values():
+            op.pop("op_type", None)
+        _flatten({**data, "ops": ops}, "", out)
+        return out
+
+    mine, theirs = flat(card), flat(base)
+    return [(key, theirs.get(key), mine.get(key)) for key in sorted(set(mine) | set(theirs))
+            if mine.get(key) != theirs.get(key)]
+
+
+def describe_diff(card: Product, base: Product) -> str:
+    """``geplug describe CARD --diff``: what ``card`` overrides of ``base``, one key a line."""
+    rows = product_diff(card, base)
+    out = [f"{card.name} extends {base.name}: {len(rows)} key(s) differ"]
+    for key, old, new in rows:
+        out.append(f"  {key}")
+        out.append(f"      {base.name}: {_short(old)}")
+        out.append(f"      {card.name}: {_short(new)}")
+    return "\n".join(out) + "\n"
+
+
+def _short(value: Any) -> str:
+    import json
+
+    text = "(not declared)" if value is None else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= WIDTH - 10 else text[:WIDTH - 13] + "..."

@@ -18,10 +18,19 @@ from typing import Any
 import attrs
 
 from geplug.errors import CapabilityError
+from geplug.limits import (
+    MAX_DECLARATION_BYTES,
+    check_depth,
+    decode_utf8,
+    depth_error,
+    escape_controls,
+    read_bytes,
+)
 from geplug.products import schema
+from geplug.products.coherence import coherence_errors
 from geplug.products.domains import DEBUG_LEVELS
 from geplug.products.schema import SCHEMA_VERSION, OpSupport, Product
-from geplug.products.validate import convert, describe_type, validate_record
+from geplug.products.validate import close_key, convert, describe_type, validate_record
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,6 +56,8 @@ _SECTIONS: dict[str, type] = {
     "debug": schema.DebugCaps,
     "compute": schema.ComputeModel,
 }
+_OPTIONAL_SECTIONS: dict[str, type] = {"topology": schema.TopologyCaps}
+"""Sections a declaration may omit (the record is then ``None``)."""
 _IDENTITY = ("name", "display_name", "family_id", "soc_versions", "extends", "description")
 _NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 _NOT_INHERITED = ("name", "extends", "display_name", "soc_versions")
@@ -66,19 +77,26 @@ class Declaration:
 def read_declaration(path: str | Path) -> Declaration:
     """Parse ``path``; raise :class:`CapabilityError` naming the file on any syntax problem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CapabilityError(
-            f"cannot read capabilities file {str(path)!r}: {exc.strerror or exc}", path=str(path)
-        ) from None
+
+    def fail(message: str) -> CapabilityError:
+        return CapabilityError(message, path=str(path))
+
+    data = read_bytes(str(path), limit=MAX_DECLARATION_BYTES, what="capabilities file",
+                      fail=fail)
+    text = decode_utf8(data, path=str(path), what="capabilities file", fail=fail)
     try:
         raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise CapabilityError(
-            f"{str(path)!r} is not valid TOML: {exc}; fix the syntax at the position shown",
+            f"{str(path)!r} is not valid TOML: {escape_controls(str(exc))}; fix the syntax at "
+            "the position shown",
             path=str(path),
         ) from None
+    except RecursionError:
+        raise fail(depth_error(str(path), "<document>")) from None
+    deep = check_depth(raw)
+    if deep is not None:
+        raise CapabilityError(depth_error(str(path), deep), path=str(path), key=deep)
     version = raw.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise CapabilityError(
@@ -146,18 +164,18 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
             )
         raw = merge_over_base(decl, base)
     errors: list[tuple[str, str]] = []
-    allowed_top = {"schema_version", "product", "ops", *_SECTIONS}
+    allowed_top = {"schema_version", "product", "ops", *_SECTIONS, *_OPTIONAL_SECTIONS}
     for key in raw:
         if key not in allowed_top:
             errors.append((key, f"expected a section in {sorted(allowed_top)}, got unknown "
-                           f"section {key!r}"))
+                           f"section {key!r}{close_key(key, allowed_top)}"))
     ident = raw.get("product", {})
     values: dict[str, Any] = {}
     product_hints = typing.get_type_hints(Product)
     for key in ident:
         if key not in _IDENTITY:
             errors.append((f"product.{key}", f"expected a key in {list(_IDENTITY)}, got "
-                           f"unknown key {key!r}"))
+                           f"unknown key {key!r}{close_key(key, _IDENTITY)}"))
     for key in ("name", "display_name", "family_id", "soc_versions"):
         if key not in ident:
             errors.append((f"product.{key}", f"required key is missing (expected "
@@ -174,6 +192,14 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
         if not isinstance(table, Mapping):
             got = "nothing" if table is None else repr(table)
             errors.append((section, f"expected a [{section}] table, got {got}"))
+            continue
+        values[section] = validate_record(cls, table, section, errors)
+    for section, cls in _OPTIONAL_SECTIONS.items():
+        table = raw.get(section)
+        if table is None:
+            continue
+        if not isinstance(table, Mapping):
+            errors.append((section, f"expected a [{section}] table, got {table!r}"))
             continue
         values[section] = validate_record(cls, table, section, errors)
     ops_raw = raw.get("ops")
@@ -199,12 +225,22 @@ def build_product(decl: Declaration, base: Declaration | None = None) -> Product
     if not errors:
         _check_consistency(values, errors)
     if errors:
-        first_key = errors[0][0]
-        detail = "; ".join(f"{key}: {msg}" for key, msg in errors)
-        raise CapabilityError(f"{decl.path!r} is not a valid declaration: {detail}",
-                              path=decl.path, key=first_key, errors=errors)
+        _raise(decl, errors)
     default_op = ops.pop("default")
-    return Product(**values, ops=ops, default_op=default_op, source_path=decl.path)
+    product = Product(**values, ops=ops, default_op=default_op, source_path=decl.path)
+    errors = coherence_errors(product)
+    if errors:
+        _raise(decl, errors)
+    return product
+
+
+def _raise(decl: Declaration, errors: list[tuple[str, str]]) -> None:
+    """One CapabilityError listing every error once, each as ``key: message``."""
+    unique = list(dict.fromkeys(errors))
+    detail = "; ".join(f"{key}: {msg}" for key, msg in unique)
+    raise CapabilityError(f"{decl.path!r} is not a valid declaration: {detail}",
+                          path=decl.path, key=unique[0][0], errors=unique)
+
 
 def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]]) -> None:
     """Cross-key rules without which a declaration means nothing (the rest: conformance).
@@ -239,6 +275,9 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
     compute = values.get("compute")
     if compute is not None:
         _check_compute(compute, errors)
+    topology = values.get("topology")
+    if topology is not None:
+        _check_topology(topology, errors)
     debug = values.get("debug")
     if debug is not None:
         for level in debug.kernel_meta:
@@ -246,6 +285,42 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
                 errors.append((f"debug.kernel_meta.{level}",
                                f"expected an op_debug_level key in {list(DEBUG_LEVELS)}, "
                                f"got {level!r}"))
+
+
+TOPOLOGY_LINKS = ("HCCS", "PCIE", "RDMA", "SIO", "SDMA")
+"""Link names of msprof's communication files (formats.md §6.7)."""
+TOPOLOGY_LAYOUTS = ("full_mesh", "groups", "switch", "shared")
+
+
+def _check_topology(top: Any, errors: list[tuple[str, str]]) -> None:
+    """Links the HCCL model can route over: known names and layouts, positive rates."""
+    for key in ("intra_link", "cross_group_link", "die_link", "nic_link"):
+        if getattr(top, key) not in TOPOLOGY_LINKS:
+            errors.append((f"topology.{key}", f"expected one of {list(TOPOLOGY_LINKS)}, got "
+                           f"{getattr(top, key)!r}"))
+    if top.intra_layout not in TOPOLOGY_LAYOUTS:
+        errors.append(("topology.intra_layout", f"expected one of {list(TOPOLOGY_LAYOUTS)}, "
+                       f"got {top.intra_layout!r}"))
+    if top.devices_per_server < 1:
+        errors.append(("topology.devices_per_server",
+                       f"expected a whole number >= 1, got {top.devices_per_server!r}"))
+    for key in ("intra_gbps", "nic_gbps"):
+        if not getattr(top, key) > 0:
+            errors.append((f"topology.{key}", f"expected a number > 0, got "
+                           f"{getattr(top, key)!r}"))
+    if not 0 < top.collective_efficiency <= 1:
+        errors.append(("topology.collective_efficiency",
+                       f"expected a number in (0, 1], got {top.collective_efficiency!r}"))
+    if top.intra_layout == "groups" and not (
+            top.intra_group_size >= 1 and top.cross_group_gbps > 0):
+        errors.append(("topology.intra_group_size", "intra_layout = \"groups\" needs "
+                       "intra_group_size >= 1 and cross_group_gbps > 0"))
+    if top.dies_per_package > 1 and not top.die_gbps > 0:
+        errors.append(("topology.die_gbps", f"dies_per_package = {top.dies_per_package} "
+                       f"needs die_gbps > 0, got {top.die_gbps!r}"))
+    if top.supernode_devices and not top.supernode_gbps > 0:
+        errors.append(("topology.supernode_gbps", "supernode_devices needs supernode_gbps "
+                       f"> 0, got {top.supernode_gbps!r}"))
 
 
 def _check_compute(compute: Any, errors: list[tuple[str, str]]) -> None:

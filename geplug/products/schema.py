@@ -24,6 +24,7 @@ __all__ = [
     "Product",
     "ProfilingCaps",
     "RuntimeCaps",
+    "TopologyCaps",
 ]
 
 SCHEMA_VERSION = 1
@@ -221,6 +222,53 @@ class ComputeModel:
 
 
 @attrs.frozen(kw_only=True)
+class TopologyCaps:
+    """A server and its links, for the HCCL model (``geplug.hccl``; docs/distributed.md).
+
+    Link names are the transport types of msprof's communication files (HCCS, PCIE, RDMA,
+    SIO; a unified-bus link is reported as HCCS). Bandwidths are GB/s in one direction per
+    link; latencies are the fixed cost of one algorithm step on that link.
+    """
+
+    devices_per_server: int
+    """Ranks (devices, or dies where a package holds two) in one server."""
+    intra_link: str
+    """Link between ranks of one server: HCCS, PCIE or SIO."""
+    intra_layout: str
+    """``full_mesh`` (a dedicated link per peer), ``groups`` (full mesh inside groups of
+    ``intra_group_size``, ``cross_group_link`` between groups), ``switch`` (one switch port
+    per rank, shared by that rank's flows) or ``shared`` (one bus per server that every flow
+    shares)."""
+    intra_gbps: float
+    """Per peer link (full_mesh, groups), per rank port (switch) or the whole bus (shared),
+    GB/s."""
+    intra_latency_us: float
+    intra_group_size: int = 0
+    cross_group_link: str = "PCIE"
+    cross_group_gbps: float = 0.0
+    """The link between groups, shared by every cross-group flow of the server."""
+    dies_per_package: int = 1
+    """Ranks per package joined by ``die_link`` (A3: two dies over SIO)."""
+    die_link: str = "SIO"
+    die_gbps: float = 0.0
+    nic_link: str = "RDMA"
+    nic_gbps: float
+    """One NIC per device (RoCE), GB/s each way, between servers."""
+    nic_latency_us: float
+    supernode_devices: int = 0
+    """Ranks in one super-node reachable over ``intra_link`` at ``supernode_gbps`` (0: none;
+    servers then talk over their NICs)."""
+    supernode_gbps: float = 0.0
+    exec_timeout_step_s: int = 0
+    """HCCL_EXEC_TIMEOUT is rounded down to a multiple of this (68 on the training and
+    inference series, CANN env reference); 0: used as given."""
+    collective_efficiency: float = 1.0
+    """Share of a link's bandwidth a multi-step collective achieves (calibrated; a single
+    send/recv copy uses the whole link)."""
+    source: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class Product:
     """One product family (or a card that ``extends`` one), as its plugin declares it."""
 
@@ -240,6 +288,8 @@ class Product:
     default_op: OpSupport
     """Used for any op type the table does not list, so every ONNX operator can be simulated."""
     compute: ComputeModel
+    topology: TopologyCaps | None = None
+    """Server and links for collectives; ``None`` when the declaration has no [topology]."""
     source_path: str = ""
     distribution: str = ""
     """Filled by the plugin manager: the distribution (and version) that declared it."""

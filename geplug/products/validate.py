@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Errors", "convert", "describe_type", "validate_record"]
+__all__ = ["Errors", "close_key", "convert", "describe_type", "validate_record"]
 
 Errors = list[tuple[str, str]]
 """(dotted key path, message) pairs, in the order found."""
@@ -32,7 +32,7 @@ def validate_record(cls: type, table: Mapping[str, Any], where: str, errors: Err
     for key, value in table.items():
         if key not in fields:
             errors.append((f"{where}.{key}", f"expected a key in {sorted(fields)}, got "
-                           f"unknown key {key!r}"))
+                           f"unknown key {key!r}{close_key(key, fields)}"))
             continue
         kwargs[key] = convert(value, hints[key], f"{where}.{key}", errors)
     for name, field in fields.items():
@@ -55,6 +55,14 @@ def _validator_error(exc: Exception, where: str) -> tuple[str, str]:
         attribute, options, value = args[1], args[2], args[3]
         return (f"{where}.{attribute.name}", f"expected one of {list(options)}, got {value!r}")
     return (where, str(exc))
+
+
+def close_key(key: str, choices: Any) -> str:
+    """``" (did you mean 'ai_cores'?)"`` for the closest of ``choices``, or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _PLAIN = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}

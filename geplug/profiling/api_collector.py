@@ -36,11 +36,14 @@ class ApiCollector:
         """Whether calls of ``level`` are collected."""
         return self.ge_api if level in GE_LEVELS else self.runtime_api
 
-    def on_call(self, ev: ApiCall) -> None:
-        """Record one call."""
+    def on_call(self, ev: ApiCall, start_ns: int | None = None) -> None:
+        """Record one call (``start_ns``: its absolute start in integer ns, exact; else
+        taken from ``ev.start_us``)."""
         if not self.wants(ev.level):
             return
         d = ev.duration_us
+        if start_ns is None:
+            start_ns = round(ev.start_us * 1000)
         s = self.stats.get((ev.level, ev.name))
         if s is None:
             self.stats[(ev.level, ev.name)] = [1, d, d, d, d * d]
@@ -50,7 +53,7 @@ class ApiCollector:
             s[2] = min(s[2], d)
             s[3] = max(s[3], d)
             s[4] += d * d
-        self.log.write(f"{ev.level}\t{ev.name}\t{ev.start_us!r}\t{d!r}\n")
+        self.log.write(f"{ev.level}\t{ev.name}\t{start_ns}\t{round(d * 1000)}\n")
 
     def rows(self) -> Iterator[list[str]]:
         """api_statistic rows, most total time first (Device_id ``host``: host-side calls)."""
@@ -62,8 +65,8 @@ class ApiCollector:
             yield ["host", level, name, fmt(total), str(int(n)), fmt(mean), fmt(lo), fmt(hi),
                    fmt(var)]
 
-    def calls(self) -> Iterator[tuple[str, str, float, float]]:
-        """Every recorded call (level, name, start, duration) for the timeline."""
+    def calls(self) -> Iterator[tuple[str, str, int, int]]:
+        """Every recorded call (level, name, start ns since the epoch, duration ns)."""
         for line in self.log.lines():
             level, name, start, dur = line.rstrip("\n").split("\t")
-            yield level, name, float(start), float(dur)
+            yield level, name, int(start), int(dur)

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import csv
 import os
+import socket
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from geplug.profiling import aicpu, l2, step_trace
+from geplug.profiling import aicpu, l2, overlap, step_trace
 from geplug.profiling import api_collector as api_mod
 from geplug.profiling import hccl as hccl_mod
 from geplug.profiling import markers as markers_mod
+from geplug.profiling.analyzer_db import write_analyzer_db
 from geplug.profiling.export_samples import CsvFile, host_files, sampler_files
 from geplug.profiling.layout import (
     ANALYZE,
@@ -26,13 +29,15 @@ from geplug.profiling.layout import (
     dtype_name,
     fmt,
     fmt_list,
-    fmt_ns,
     format_name,
-    shapes_text,
+    quoted_shapes,
+    us_to_ns,
     write_json,
 )
-from geplug.profiling.pmu import PmuModel, TaskWork, pmu_columns
-from geplug.profiling.task_collector import OpSig, TaskRow
+from geplug.profiling.msprof_db import API_TYPES, MSTX_EVENT_TYPES, MsprofDb
+from geplug.profiling.pmu import PmuModel, pmu_columns
+from geplug.profiling.task_collector import OpSig
+from geplug.profiling.task_export import TaskPass
 from geplug.profiling.timeline import TimelineWriter
 
 if TYPE_CHECKING:
@@ -71,61 +76,17 @@ def _shape_cols(op: OpSig, level: str) -> list[str]:
         return [NA] * 7
     return [
         "NO",  # HF32 Eligible: the simulator never runs float32 matmuls as HF32
-        shapes_text(op.input_shapes) or NA,
+        quoted_shapes(op.input_shapes),
         fmt_list([dtype_name(d) for d in op.input_dtypes]) or NA,
         fmt_list([format_name(f) for f in op.input_formats]) or NA,
-        shapes_text(op.output_shapes) or NA,
+        quoted_shapes(op.output_shapes),
         fmt_list([dtype_name(d) for d in op.output_dtypes]) or NA,
         fmt_list([format_name(f) for f in op.output_formats]) or NA,
     ]
 
 
-_CACHE_MAX = 65536
-"""Bound of the per-(signature, duration) caches of the export pass."""
-
-
-class _RowMaker:
-    """op_summary rows with the parts that repeat per op signature cached (bounded)."""
-
-    def __init__(self, dev: str, level: str, pmu: PmuModel | None) -> None:
-        self.dev = dev
-        self.level = level
-        self.pmu = pmu
-        self._head: dict[int, tuple[list[str], list[str]]] = {}
-        self._pmu: dict[tuple[int, float], list[str]] = {}
-
-    def row(self, t: TaskRow) -> list[str]:
-        """One op_summary row."""
-        op = t.op
-        parts = self._head.get(op.sig)
-        if parts is None:
-            comm = op.comm
-            head = [self.dev, str(op.model_id), NA if comm else str(op.task_id),
-                    NA if comm else str(op.stream_id), op.name, *_static_cols(op, self.level)]
-            tail = [str(op.block_dim) if self.level == "l1" else "0",
-                    NA,  # Mix Block Dim: no mixed sub-tasks in the model
-                    *_shape_cols(op, self.level),
-                    NA]  # Context ID: no sub-tasks
-            parts = self._head[op.sig] = (head, tail)
-        row = [*parts[0], fmt_ns(t.start_ns) + "\t", fmt_ns(t.duration_ns), fmt_ns(t.wait_ns),
-               *parts[1]]
-        if self.pmu is not None:
-            key = (op.sig, t.duration_us)
-            values = self._pmu.get(key)
-            if values is None:
-                if len(self._pmu) >= _CACHE_MAX:
-                    self._pmu.clear()
-                values = self._pmu[key] = self.pmu.values(TaskWork(
-                    task_type=op.task_type, duration_us=t.duration_us, flops=op.flops,
-                    bytes_moved=op.bytes_moved, cube_fraction=op.cube_fraction,
-                    block_dim=op.block_dim, dtype=op.dtype,
-                ))
-            row.extend(values)
-        return row
-
-
 def export(session: ProfilingSession) -> list[str]:
-    """Write every summary file of ``session``; returns the paths written."""
+    """Write every summary file of ``session`` and its msprof database; returns the paths."""
     eff = session.eff
     product = session.product
     out = os.path.join(session.root, OUTPUT_DIR)
@@ -139,60 +100,63 @@ def export(session: ProfilingSession) -> list[str]:
     level = eff.task_level
     pmu_cols = pmu_columns(product, eff)
     pmu = PmuModel(product, pmu_cols) if pmu_cols else None
-    stats: dict[tuple[str, str], list[float]] = {}
-    with ExitStack() as stack:
-        timeline = TimelineWriter(stack.enter_context(AtomicFile(path("msprof", "json"))),
-                                  clock_mhz=product.compute.clock_mhz)
-        written.append(path("msprof", "json"))
-        summary = task_time = aicpu_csv = l2_csv = None
-        if level != "off":
-            summary = CsvFile(stack, path("op_summary"), op_summary_header(pmu_cols), written)
-            task_time = CsvFile(stack, path("task_time"), TASK_TIME_HEADER, written)
-        if eff.aicpu:
-            aicpu_csv = CsvFile(stack, path("aicpu"), aicpu.HEADER, written)
-        if eff.l2:
-            l2_csv = CsvFile(stack, path("l2_cache"), l2.header(product.profiling.l2), written)
-        maker = _RowMaker(dev, level, pmu)
-        if session.record_tasks:
-            sigs = session.tasks.load_sigs()
-            for t in session.tasks.rows(sigs, session.base_ns):
-                op = t.op
-                if summary is not None and task_time is not None:
-                    summary.writerow(maker.row(t))
-                    task_time.writerow([
-                        dev, op.name, op.task_type if level == "l1" else NA,
-                        NA if op.comm else str(op.stream_id), NA if op.comm else str(op.task_id),
-                        fmt_ns(t.duration_ns), fmt_ns(t.start_ns), fmt_ns(t.stop_ns),
-                    ])
-                    key = (op.op_type if level == "l1" else NA,
-                           op.task_type if level == "l1" else NA)
-                    s = stats.get(key)
-                    d = t.duration_us
-                    if s is None:
-                        stats[key] = [1, d, d, d]
-                    else:
-                        s[0] += 1
-                        s[1] += d
-                        s[2] = min(s[2], d)
-                        s[3] = max(s[3], d)
-                if aicpu_csv is not None and aicpu.is_aicpu(t):
-                    aicpu_csv.writerow(aicpu.row(session.device_id, t))
-                if l2_csv is not None and l2.wants(t):
-                    l2_csv.writerow(l2.row(session.device_id, t, product.profiling.l2))
-                if op.comm:
-                    if eff.hccl:
-                        timeline.comm_task(t, session.device_id)
-                elif level != "off":
-                    timeline.kernel(t, session.device_id, level)
-        if session.api is not None:
-            for level_name, name, start, dur in session.api.calls():
-                timeline.api(level_name, name, start, dur)
-        if session.markers is not None:
-            for m in session.markers.markers():
-                timeline.marker(m)
-        sampler_files(session, stack, path, timeline, written)
-        host_files(session, stack, path, timeline, written)
-        timeline.close()
+    db_path = os.path.join(session.root, f"msprof_{ts}.db")
+    db = MsprofDb(db_path, device_id=session.device_id)
+    try:
+        with ExitStack() as stack:
+            timeline = TimelineWriter(stack.enter_context(AtomicFile(path("msprof", "json"))),
+                                      clock_mhz=product.compute.clock_mhz)
+            written.append(path("msprof", "json"))
+            summary = task_time = None
+            if level != "off":
+                summary = CsvFile(stack, path("op_summary"), op_summary_header(pmu_cols),
+                                  written)
+                task_time = CsvFile(stack, path("task_time"), TASK_TIME_HEADER, written)
+            tasks = TaskPass(session, summary=summary.handle if summary else None,
+                             task_time=task_time.handle if task_time else None,
+                             timeline=timeline, db=db, pmu=pmu, pmu_cols=pmu_cols)
+            if eff.aicpu:
+                aicpu_csv = CsvFile(stack, path("aicpu"), aicpu.HEADER, written)
+                tasks.extra.append(lambda t: aicpu_csv.writerow(aicpu.row(session.device_id, t))
+                                   if aicpu.is_aicpu(t) else None)
+            if eff.l2:
+                l2_csv = CsvFile(stack, path("l2_cache"), l2.header(product.profiling.l2),
+                                 written)
+                mode = product.profiling.l2
+                tasks.extra.append(lambda t: l2_csv.writerow(l2.row(session.device_id, t, mode))
+                                   if l2.wants(t) else None)
+            tasks.run()
+            overlap.write_track(timeline, tasks.compute, tasks.comm)
+            if session.api is not None:
+                api_rows = []
+                for level_name, name, start, dur in session.api.calls():
+                    timeline.api(level_name, name, start, dur)
+                    api_rows.append((start, start + dur, API_TYPES.get(level_name, 5000),
+                                     (session.pid << 32) | 2, None, db.sid(name)))
+                    if len(api_rows) >= 65536:
+                        db.add_api_rows(api_rows)
+                        api_rows = []
+                db.add_api_rows(api_rows)
+            if session.markers is not None:
+                db.add_mstx(_mstx_rows(session, db, timeline))
+            if session.steps is not None:
+                step_trace.write_track(timeline, session.steps)
+            sampler_files(session, stack, path, timeline, written)
+            host_files(session, stack, path, timeline, written)
+            timeline.close()
+        start_ns = tasks.first_ns if tasks.first_ns is not None else int(
+            session.start_time * 1e9)
+        st = session.step_times.tolist()
+        db.add_steps((st[i], st[i + 1], st[i + 2]) for i in range(0, len(st), 3))
+        db.add_info(npu_name=(product.soc_versions or (product.name,))[0],
+                    host_uid=str(uuid.getnode()), host_name=socket.gethostname(),
+                    rank_id=session.rank_id(), start_ns=start_ns,
+                    end_ns=max(tasks.last_ns, start_ns), freq_mhz=product.compute.clock_mhz)
+        written.append(db.commit())
+    except BaseException:
+        db.abort()
+        raise
+    stats = tasks.stats
     if stats:
         total = sum(s[1] for s in stats.values()) or 1.0
         _write_rows(path("op_statistic"), OP_STATISTIC_HEADER, (
@@ -208,19 +172,41 @@ def export(session: ProfilingSession) -> list[str]:
     if session.markers is not None:
         _write_rows(path("msprof_tx"), markers_mod.HEADER,
                     session.markers.rows(session.device_id), written)
-    if session.comm is not None:
+    analyze = os.path.join(session.root, ANALYZE)
+    comm_json = matrix_json = None
+    comm_files = session.comm is not None and (eff.hccl or bool(session.comm.ops))
+    if session.comm is not None and comm_files:
+        link = session.link_type()
+        rank, size = session.rank_info()
+        comm_json = session.comm.communication(link)
+        matrix_json = session.comm.matrix(link, rank, size)
+    written.append(write_analyzer_db(
+        os.path.join(analyze, "communication_analyzer.db"),
+        overlap.per_step(tasks.compute, tasks.comm, session.step_times), comm_json,
+        matrix_json))
+    if session.comm is not None and comm_files:
         _write_rows(path("communication_statistic"), hccl_mod.HEADER,
                     session.comm.statistic_rows(session.device_id), written)
-        link = _link(session)
-        rank, size = _rank(session)
-        analyze = os.path.join(session.root, ANALYZE)
-        _write_json(os.path.join(analyze, "communication.json"),
-                    session.comm.communication(link), written)
-        _write_json(os.path.join(analyze, "communication_matrix.json"),
-                    session.comm.matrix(link, rank, size), written)
+        _write_json(os.path.join(analyze, "communication.json"), comm_json, written)
+        _write_json(os.path.join(analyze, "communication_matrix.json"), matrix_json, written)
     for p in written:
         session.guard.register(p, ageable=False)
     return written
+
+
+def _mstx_rows(session: ProfilingSession, db: MsprofDb,
+               timeline: TimelineWriter) -> Iterator[tuple[Any, ...]]:
+    """MSTX_EVENTS rows (and the MsTx timeline events) of every marker."""
+    assert session.markers is not None
+    for m in session.markers.markers():
+        timeline.marker(m)
+        start = us_to_ns(m["start"])
+        is_range = m["end"] is not None
+        end = us_to_ns(m["end"]) if is_range else start
+        tid = (int(m["pid"]) << 32) | int(m["tid"])
+        yield (start, end, MSTX_EVENT_TYPES["start/end" if is_range else "marker"],
+               int(m["id"]), 0, db.sid(m["message"]), tid, tid, db.sid(m["domain"]),
+               4294967295)
 
 
 def _write_rows(path: str, header: list[str], rows: Iterator[list[str]],
@@ -237,13 +223,3 @@ def _write_json(path: str, data: Any, written: list[str]) -> None:
     written.append(path)
 
 
-def _link(session: ProfilingSession) -> str:
-    targets = [t.upper() for t in session.product.profiling.interconnect_targets]
-    return "HCCS" if "HCCS" in targets else "PCIE"
-
-
-def _rank(session: ProfilingSession) -> tuple[int, int]:
-    info = session.system.rank
-    rank = getattr(info, "rank_id", 0) or 0
-    size = getattr(info, "rank_size", 1) or 1
-    return int(rank), int(size)

@@ -16,6 +16,7 @@ import time
 import warnings
 from typing import Any
 
+from geplug.errors import GeplugWarning
 from geplug.profiling.layout import write_text
 from geplug.profiling.rawlog import RawLog
 
@@ -39,7 +40,7 @@ ITEMS: dict[str, tuple[str, list[str], list[str]]] = {
 """Collected item -> (CSV stem, columns, sample keys)."""
 
 
-class HostSamplingWarning(UserWarning):
+class HostSamplingWarning(GeplugWarning):
     """Some host items cannot be collected on this machine."""
 
 

@@ -8,9 +8,10 @@ import os
 import re
 import secrets
 import string
-import tempfile
 import time
 from typing import IO, Any
+
+from geplug.atomic import create_temp
 
 __all__ = [
     "ANALYZE",
@@ -25,6 +26,7 @@ __all__ = [
     "format_name",
     "mkstemp_near",
     "new_prof_name",
+    "quoted_shapes",
     "shapes_text",
     "ts_us",
     "us_to_ns",
@@ -81,6 +83,13 @@ def shapes_text(shapes: tuple[tuple[int, ...], ...] | list[list[int]]) -> str:
     return ";".join(",".join(str(d) for d in s) for s in shapes)
 
 
+def quoted_shapes(shapes: tuple[tuple[int, ...], ...] | list[list[int]]) -> str:
+    """A shapes cell as msprof writes it: the text in literal double quotes
+    (``"128,256;256,512"``, quotes included in the value; readers strip one character at
+    each end), ``N/A`` when there are no shapes."""
+    return f'"{shapes_text(shapes)}"' if shapes else "N/A"
+
+
 def fmt_list(items: tuple[str, ...] | list[str]) -> str:
     """Items joined by ``;`` (dtypes and formats columns)."""
     return ";".join(items)
@@ -131,28 +140,16 @@ def new_prof_name(now: float | None = None, index: int | None = None) -> tuple[s
     return f"PROF_{number:06d}_{ts17}_{letters}", ts14
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()
-"""The process umask (read once at import: ``os.umask`` can only be read by setting it)."""
-
-
 def mkstemp_near(path: str) -> tuple[int, str]:
-    """A new, uniquely named temporary file next to ``path`` (``.{name}.XXXX.tmp``).
+    """A new, uniquely named temporary file next to ``path``
+    (``.{name}.geplug.{host}.{pid}.{n}.tmp``, :func:`geplug.atomic.create_temp`).
 
-    Unique across processes *and* threads (``tempfile.mkstemp``), in the target directory so
-    ``os.replace`` is atomic; its mode is the usual ``0o666 & ~umask`` rather than mkstemp's
-    ``0o600``, so the renamed file gets the permissions a plain ``open`` would have given.
+    Unique across processes *and* threads, in the target directory so ``os.replace`` is
+    atomic; its mode is the usual ``0o666 & ~umask``, so the renamed file gets the permissions
+    a plain ``open`` would have given. A dead writer's leftovers in the directory are removed
+    by the first such call of a process.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=os.path.dirname(path) or ".")
-    with contextlib.suppress(OSError):
-        os.chmod(tmp, 0o666 & ~_UMASK)
-    return fd, tmp
+    return create_temp(os.path.dirname(path) or ".", os.path.basename(path))
 
 
 class AtomicFile:

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from geplug.errors import GeplugWarning
+
 __all__ = ["MstxWarning", "forget_system", "mark", "range", "range_end", "range_start"]
 
 _ids = itertools.count(1)
@@ -29,7 +31,7 @@ _owner: dict[int, int] = {}
 _lock = threading.Lock()
 
 
-class MstxWarning(UserWarning):
+class MstxWarning(GeplugWarning):
     """mstx ranges were started but never ended before their system shut down."""
 
 

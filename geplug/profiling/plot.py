@@ -6,12 +6,13 @@ Needs matplotlib (the optional extra ``geplug[plot]``); imported only here.
 from __future__ import annotations
 
 import contextlib
-import csv
 import os
 from typing import Any
 
+from geplug.atomic import create_temp
 from geplug.errors import ProfilingError
-from geplug.profiling.reader import output_file, summarize
+from geplug.limits import escape_controls, iter_csv
+from geplug.profiling.reader import _SUMMARY_NEEDS, _float, output_file, summarize
 
 __all__ = ["MAX_TIMELINE_TASKS", "plot"]
 
@@ -42,13 +43,17 @@ _TYPE_COLOURS = {"AI_CORE": "#1f77b4", "AI_VECTOR_CORE": "#2ca02c", "AI_CPU": "#
 def _read_tasks(summary: str) -> list[tuple[str, str, float, float]]:
     """(lane key, task type, start, duration) of the first :data:`MAX_TIMELINE_TASKS` tasks."""
     tasks = []
-    with open(summary, encoding="utf-8", newline="") as fh:
-        for i, row in enumerate(csv.DictReader(fh)):
-            if i >= MAX_TIMELINE_TASKS:
-                break
-            key = row["OP Type"] if row["OP Type"] != "N/A" else row["Op Name"]
-            tasks.append((key, row["Task Type"], float(row["Task Start Time(us)"].strip()),
-                          float(row["Task Duration(us)"])))
+    rows = iter_csv(summary, what="op_summary file", required=_SUMMARY_NEEDS,
+                    fail=lambda m: ProfilingError(m, path=summary))
+    for i, row in enumerate(rows):
+        if i >= MAX_TIMELINE_TASKS:
+            break
+        start = _float(row["Task Start Time(us)"])
+        duration = _float(row["Task Duration(us)"])
+        if start is None or duration is None or duration < 0:
+            continue  # N/A or damaged times: nothing to draw (the summary counts the task)
+        key = row["OP Type"] if row["OP Type"] != "N/A" else row["Op Name"]
+        tasks.append((escape_controls(key)[:64], row["Task Type"], start, duration))
     return sorted(tasks, key=lambda t: t[2])
 
 
@@ -124,7 +129,8 @@ def plot(prof_dir: str, out: str, top: int = 15) -> str:
     if kinds_seen:
         ax1.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small",
                    title="task type")
-    names = [f"{o['name']} ({o['op_type']})" for o in result["top_ops"]][::-1]
+    names = [escape_controls(f"{o['name'][:48]} ({o['op_type'][:24]})")
+             for o in result["top_ops"]][::-1]
     totals = [o["total_us"] for o in result["top_ops"]][::-1]
     colours = [_TYPE_COLOURS.get(o["task_type"], "#7f7f7f") for o in result["top_ops"]][::-1]
     ax2.barh(names, totals, color=colours)
@@ -136,9 +142,10 @@ def plot(prof_dir: str, out: str, top: int = 15) -> str:
     ax2.set_title(f"Top {len(names)} ops by device time - {os.path.basename(prof_dir)}")
     folder = os.path.dirname(os.path.abspath(out))
     os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, "." + os.path.basename(out) + ".tmp.png")
+    fd, tmp = create_temp(folder, os.path.basename(out))
     try:
-        fig.savefig(tmp, dpi=100)
+        with os.fdopen(fd, "wb") as fh:
+            fig.savefig(fh, dpi=100, format="png")
     except (OSError, ValueError) as exc:
         with contextlib.suppress(OSError):
             os.remove(tmp)

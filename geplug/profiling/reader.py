@@ -6,13 +6,14 @@ a summary of a million-task run needs no more memory than a small one.
 
 from __future__ import annotations
 
-import csv
 import json
+import math
 import os
 from collections.abc import Callable
 from typing import Any
 
 from geplug.errors import ProfilingError
+from geplug.limits import MAX_JSON_SIDE_BYTES, escape_controls, iter_csv, read_bytes
 from geplug.profiling.layout import OUTPUT_DIR, PATTERNS
 
 __all__ = ["find_prof_dirs", "output_file", "render_text", "summarize"]
@@ -56,43 +57,59 @@ def output_file(prof_dir: str, stem: str, ext: str = "csv") -> str | None:
 
 _SUMMARY_NEEDS = ("Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)")
 """The op_summary columns the summary and the plot read (formats.md §6.4)."""
+_STATISTIC_NEEDS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)",
+                    "Ratio(%)")
+_STEP_NEEDS = ("Iteration ID", "Model ID", "Iteration Time(us)", "FP to BP Time(us)")
+MAX_SUMMARY_OPS = 1_000_000
+"""Distinct op names one op_summary may hold (bounded by the graph; bounds memory)."""
 
 
 def _float(value: str) -> float | None:
+    """A finite number, or ``None`` (``N/A``, text, ``inf``/``nan``)."""
     try:
-        return float(value.strip())
+        number = float(value.strip())
     except ValueError:
         return None
+    return number if math.isfinite(number) else None
 
 
-def _read_rows(path: str | None, convert: Callable[[dict[str, str]], dict[str, Any]]
-               ) -> list[dict[str, Any]]:
+def _fail(path: str) -> Callable[[str], ProfilingError]:
+    def fail(message: str) -> ProfilingError:
+        return ProfilingError(f"{message}; pass a PROF_* directory written by geplug or msprof",
+                              path=path)
+    return fail
+
+
+def _read_rows(path: str | None, required: tuple[str, ...],
+               convert: Callable[[dict[str, str]], dict[str, Any]]) -> list[dict[str, Any]]:
     """Every row of an optional summary CSV, converted; a malformed file is a clear error."""
     if path is None:
         return []
-    with open(path, encoding="utf-8", newline="", errors="replace") as fh:
-        try:
-            return [convert(row) for row in csv.DictReader(fh)]
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ProfilingError(
-                f"{path!r} is not a readable msprof summary ({type(exc).__name__}: {exc}); "
-                "pass a PROF_* directory written by geplug or msprof", path=path,
-            ) from None
+    rows = iter_csv(path, what="summary file", fail=_fail(path), required=required)
+    try:
+        return [convert(row) for row in rows]
+    except (KeyError, ValueError, TypeError, OverflowError) as exc:
+        raise ProfilingError(
+            f"{escape_controls(path)!r} is not a readable msprof summary "
+            f"({type(exc).__name__}: {escape_controls(str(exc))[:200]}); "
+            "pass a PROF_* directory written by geplug or msprof", path=path,
+        ) from None
 
 
 def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
     """Top ops, per-type statistics and step times of one ``PROF_*`` directory."""
     info: dict[str, Any] = {}
     for dev in sorted(os.listdir(prof_dir)):
-        if PATTERNS["device_dir"].match(dev):
+        if PATTERNS["device_dir"].match(dev) and os.path.isdir(os.path.join(prof_dir, dev)):
             for name in os.listdir(os.path.join(prof_dir, dev)):
                 if PATTERNS["device_info"].match(name):
+                    path = os.path.join(prof_dir, dev, name)
                     try:
-                        with open(os.path.join(prof_dir, dev, name), encoding="utf-8") as fh:
-                            info = json.load(fh)
-                    except (OSError, ValueError):
+                        info = json.loads(read_bytes(path, limit=MAX_JSON_SIDE_BYTES,
+                                                     what="device info", fail=_fail(path)))
+                    except (ProfilingError, ValueError, RecursionError):
                         info = {}  # the product name is only shown; the summary still works
-                    if not isinstance(info, dict):
+                    if not isinstance(info, dict) or not isinstance(info.get("product"), str):
                         info = {}
     result: dict[str, Any] = {"dir": prof_dir, "product": info.get("product", ""),
                               "tasks": 0, "total_time_us": 0.0, "top_ops": [], "op_types": [],
@@ -105,26 +122,23 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
             path=prof_dir,
         )
     ops: dict[str, list[Any]] = {}
-    with open(summary, encoding="utf-8", newline="", errors="replace") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in _SUMMARY_NEEDS if c not in (reader.fieldnames or ())]
-        if missing:
-            raise ProfilingError(
-                f"{summary!r} is not an msprof op_summary file: columns {missing} are missing "
-                f"(found {list(reader.fieldnames or ())[:6]}...); pass a PROF_* directory "
-                "written by geplug or msprof", path=summary,
-            )
-        for row in reader:
-            d = _float(row["Task Duration(us)"]) or 0.0
-            entry = ops.get(row["Op Name"])
-            if entry is None:
-                ops[row["Op Name"]] = [row["OP Type"], row["Task Type"], 1, d, d]
-            else:
-                entry[2] += 1
-                entry[3] += d
-                entry[4] = max(entry[4], d)
-            result["tasks"] += 1
-            result["total_time_us"] += d
+    for row in iter_csv(summary, what="op_summary file", fail=_fail(summary),
+                        required=_SUMMARY_NEEDS):
+        d = _float(row["Task Duration(us)"]) or 0.0
+        entry = ops.get(row["Op Name"])
+        if entry is None:
+            if len(ops) >= MAX_SUMMARY_OPS:
+                raise ProfilingError(
+                    f"{escape_controls(summary)!r} names more than {MAX_SUMMARY_OPS} distinct "
+                    "ops (the limit, docs/limits.md); this is not an op_summary of one model",
+                    path=summary)
+            ops[row["Op Name"]] = [row["OP Type"], row["Task Type"], 1, d, d]
+        else:
+            entry[2] += 1
+            entry[3] += d
+            entry[4] = max(entry[4], d)
+        result["tasks"] += 1
+        result["total_time_us"] += d
     total = result["total_time_us"] or 1.0
     result["total_time_us"] = round(result["total_time_us"], 3)  # printed like every time
     result["top_ops"] = [
@@ -133,11 +147,12 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
          "ratio_pct": round(100 * tot / total, 2)}
         for name, (t, k, n, tot, mx) in sorted(ops.items(), key=lambda kv: -kv[1][3])[:top]
     ]
-    result["op_types"] = _read_rows(output_file(prof_dir, "op_statistic"), lambda r: {
+    result["op_types"] = _read_rows(output_file(prof_dir, "op_statistic"), _STATISTIC_NEEDS,
+                                    lambda r: {
         "op_type": r["OP Type"], "core_type": r["Core Type"], "count": int(r["Count"]),
         "total_us": float(r["Total Time(us)"]), "avg_us": float(r["Avg Time(us)"]),
         "ratio_pct": float(r["Ratio(%)"])})
-    result["steps"] = _read_rows(output_file(prof_dir, "step_trace"), lambda r: {
+    result["steps"] = _read_rows(output_file(prof_dir, "step_trace"), _STEP_NEEDS, lambda r: {
         "iteration": int(r["Iteration ID"]), "model_id": int(r["Model ID"]),
         "iteration_time_us": _float(r["Iteration Time(us)"]),
         "fp_to_bp_us": _float(r["FP to BP Time(us)"])})
@@ -170,8 +185,9 @@ def render_text(result: dict[str, Any]) -> str:
                          f"avg {sum(times) / len(times):.3f}  max {max(times):.3f}")
         for s in result["steps"][:10]:
             fb = "N/A" if s["fp_to_bp_us"] is None else f"{s['fp_to_bp_us']:.3f}"
+            it = "N/A" if s["iteration_time_us"] is None else f"{s['iteration_time_us']:.3f}"
             lines.append(f"  iteration {s['iteration']:>4} (model {s['model_id']}): "
-                         f"{s['iteration_time_us']:.3f} us, FP to BP {fb} us")
+                         f"{it} us, FP to BP {fb} us")
         if len(result["steps"]) > 10:
             lines.append(f"  ... {len(result['steps']) - 10} more")
-    return "\n".join(lines)
+    return "\n".join(escape_controls(line) for line in lines)  # names from the files

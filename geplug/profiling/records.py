@@ -52,6 +52,13 @@ class RecordLog(SliceLog):
         if len(self._buf) >= self._chunk:
             self.flush()
 
+    def extend_array(self, values: Any) -> None:
+        """Append whole records from a C-contiguous numpy array of this log's type (the
+        batched path: one call per step, flushed at chunk boundaries)."""
+        self._buf.frombytes(values.tobytes())
+        if len(self._buf) >= self._chunk:
+            self.flush()
+
     def maybe_flush(self) -> None:
         """Write the buffer once it holds a chunk."""
         if len(self._buf) >= self._chunk:
@@ -88,6 +95,30 @@ class RecordLog(SliceLog):
 
     def _before_close(self) -> None:
         self.flush()
+
+    def chunks(self) -> Iterator[Any]:
+        """Every complete record on disk as numpy arrays of shape ``(n, fields)``, chunk by
+        chunk (bounded memory, vectorised readers)."""
+        import numpy as np
+
+        self.flush()
+        if self._fh is not None:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._fail(exc)
+        dtype = np.int64 if self.typecode == "q" else np.float64
+        size = max(self._chunk * 8, self.record_bytes * 65536)
+        for path in self.paths():
+            with open(path, "rb") as fh:
+                while True:
+                    data = fh.read(size)
+                    usable = len(data) - len(data) % self.record_bytes
+                    if usable <= 0:
+                        break
+                    yield np.frombuffer(data[:usable], dtype=dtype).reshape(-1, self.fields)
+                    if usable < len(data):
+                        break  # a torn last record
 
     def records(self) -> Iterator[tuple[Any, ...]]:
         """Every complete record on disk, in order (a streaming pass, chunk by chunk)."""

@@ -12,17 +12,19 @@ import socket
 import time
 import uuid
 import warnings
+from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 from geplug.profiling import storage
 from geplug.profiling.api_collector import ApiCollector
 from geplug.profiling.device_samplers import SAMPLER_ITEMS, WindowSampler
 from geplug.profiling.hccl import CommCollector
 from geplug.profiling.host_sampler import HostSampler
-from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name, write_json
+from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name, us_to_ns, write_json
 from geplug.profiling.markers import MarkerCollector
 from geplug.profiling.options import Effective
 from geplug.profiling.rawlog import DEFAULT_SLICE_BYTES, RawLog
@@ -31,10 +33,56 @@ from geplug.profiling.step_trace import StepTraceCollector
 from geplug.profiling.task_collector import TaskCollector
 
 if TYPE_CHECKING:
-    from geplug.events import ApiCall, GraphEvent, MarkerEvent, StepEvent, TaskEvent
+    from geplug.events import (
+        ApiCall,
+        GraphEvent,
+        MarkerEvent,
+        StepEvent,
+        StepTasksEvent,
+        TaskEvent,
+        TaskTable,
+    )
     from geplug.runtime.system import System
 
 __all__ = ["ProfilingSession"]
+
+
+@attrs.frozen
+class _Prepared:
+    """What the batched path derives once from a :class:`~geplug.events.TaskTable`."""
+
+    n: int
+    rec: np.ndarray
+    """(n, 5) int64 records with the step and start shift still to add."""
+    offset_us: list[float]
+    offset_ns: list[int]
+    duration_ns: list[int]
+    comm: list[bool]
+    comm_idx: list[int]
+    trace_idx: list[int]
+    """The tasks step_trace must see (first/last compute, named fp/bp ops, first comm)."""
+
+    @classmethod
+    def of(cls, table: TaskTable, tasks: TaskCollector, eff: Effective) -> _Prepared:
+        sigs, comm = [], []
+        for task in table.tasks:
+            sig, is_comm = tasks.sig_of(task)
+            sigs.append(sig)
+            comm.append(is_comm)
+        n = len(sigs)
+        rec = np.zeros((n, 5), dtype=np.int64)
+        if n:
+            rec[:, 0] = sigs
+            rec[:, 2] = table.offset_ns
+            rec[:, 3] = table.duration_ns
+            rec[:, 4] = table.wait_ns
+        compute = [i for i in range(n) if not comm[i]]
+        comm_idx = [i for i in range(n) if comm[i]]
+        trace = set(comm_idx[:1]) | set(compute[:1]) | set(compute[-1:])
+        names = {eff.fp_point, eff.bp_point} - {""}
+        trace |= {i for i in compute if table.tasks[i].op.name in names}
+        return cls(n, rec, (table.offset_ns / 1000).tolist(), table.offset_ns.tolist(),
+                   table.duration_ns.tolist(), comm, comm_idx, sorted(trace))
 
 SLICE_BYTES = DEFAULT_SLICE_BYTES
 """Raw slice size (module attribute: tests lower it to exercise ageing)."""
@@ -83,7 +131,9 @@ class ProfilingSession:
         self.api = (ApiCollector(log("api_event", hdata), runtime_api=eff.runtime_api,
                                  ge_api=eff.ge_api not in ("", "off"))
                     if eff.runtime_api or eff.ge_api not in ("", "off") else None)
-        self.comm = CommCollector() if eff.hccl else None
+        # task_time collects communication data too (the collector's deprecation of the hccl
+        # switch says so); the files are written when hccl is on or a communication task ran
+        self.comm = CommCollector() if eff.hccl or eff.task_level != "off" else None
         self.markers = MarkerCollector(log("msproftx", hdata)) if eff.msproftx else None
         self.samplers: list[tuple[str, WindowSampler]] = []
         for option, kind in SAMPLER_ITEMS.items():
@@ -93,8 +143,14 @@ class ProfilingSession:
         self.host = HostSampler(eff.host_sys, eff.host_sys_usage, eff.host_freq,
                                 log("host_sample", hdata))
         self.host.start()
+        self._step_open: dict[tuple[int, int], int] = {}
+        self.step_times = array("q")
+        """Finished steps, flattened (Iteration ID, begin ns, end ns, ...)."""
+        self._tables: dict[int, _Prepared] = {}
+        """TaskTable.key -> what the batched path derived from it (bounded)."""
         self._handlers: dict[str, Callable[[Any], None]] = {
             "task": self.on_task,
+            "step_tasks": self.on_step_tasks,
             "graph": self.on_graph,
             "step": self.on_step,
             "api": self.on_api,
@@ -102,6 +158,28 @@ class ProfilingSession:
         }
 
     # -- metadata ------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        """The host process id recorded with tasks and API calls."""
+        return os.getpid()
+
+    def rank_info(self) -> tuple[int, int]:
+        """(rank id, rank size) of the system (0, 1 without a rank table)."""
+        info = self.system.rank
+        rank = getattr(info, "rank_id", 0) or 0
+        size = getattr(info, "rank_size", 1) or 1
+        return int(rank), int(size)
+
+    def rank_id(self) -> int:
+        """The rank id readers see (-1 when the job has no rank)."""
+        rank = getattr(self.system.rank, "rank_id", None)
+        return -1 if rank is None else int(rank)
+
+    def link_type(self) -> str:
+        """The product's first interconnect: HCCS where declared, else PCIe."""
+        targets = [t.upper() for t in self.product.profiling.interconnect_targets]
+        return "HCCS" if "HCCS" in targets else "PCIE"
 
     def info(self) -> dict[str, Any]:
         """``info.json.{id}`` content (formats.md §6.2)."""
@@ -154,7 +232,10 @@ class ProfilingSession:
             self.steps.on_graph(ev)
 
     def on_task(self, ev: TaskEvent) -> None:
-        """A device task (the hot path: one call per op per step)."""
+        """A device task from a backend that emits one event per task (a task that was also
+        in a batched step record is skipped: it is collected from the batch)."""
+        if ev.in_batch:
+            return
         sig, comm = self.tasks.sig_of(ev)
         run_base = ev.run.time_base_us
         start = run_base + ev.start_us  # absolute (0.25 µs float resolution: aggregates only)
@@ -172,12 +253,58 @@ class ProfilingSession:
                     round(dur * 1000), round(ev.wait_us * 1000)))
             self.tasks.tasks.maybe_flush()
         if self.steps is not None:
-            self.steps.on_task(ev.run.model_id, ev.op.name, start, dur, comm)
+            start_ns = run_base * 1000 + round(ev.start_us * 1000) if run_base \
+                else us_to_ns(ev.start_us)
+            self.steps.on_task(ev.run.model_id, ev.op.name, start_ns, round(dur * 1000), comm)
         if comm and self.comm is not None:
-            self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved)
+            self.comm.on_task(ev.op.name, ev.op.op_type, start, dur, ev.bytes_moved, ev.comm)
         if self.samplers:
             for _, sampler in self.samplers:
                 sampler.add(start, dur, ev.bytes_moved, comm)
+
+    def _prepared(self, table: TaskTable) -> _Prepared:
+        prep = self._tables.get(table.key)
+        if prep is None:
+            if len(self._tables) >= 256:
+                self._tables.clear()
+            prep = self._tables[table.key] = _Prepared.of(table, self.tasks, self.eff)
+        return prep
+
+    def on_step_tasks(self, ev: StepTasksEvent) -> None:
+        """Every task of a step at once (the hot path: one call per step, vectorised)."""
+        prep = self._prepared(ev.table)
+        if not prep.n:
+            return
+        run_base = ev.run.time_base_us
+        if self.record_tasks:
+            base = self.base_us
+            if base is None:
+                base = self.base_us = run_base or ev.start_ns // 1000
+            rec = prep.rec.copy()
+            rec[:, 1] = ev.run.step
+            rec[:, 2] += ((run_base - base) * 1000 + ev.start_ns if run_base
+                          else ev.start_ns - base * 1000)
+            self.tasks.tasks.extend_array(rec)
+        start0 = run_base + ev.start_ns / 1000  # absolute µs float: aggregates only
+        start0_ns = run_base * 1000 + ev.start_ns
+        tasks = ev.table.tasks
+        off = prep.offset_us
+        if self.steps is not None:
+            model = ev.run.model_id
+            for i in prep.trace_idx:
+                task = tasks[i]
+                self.steps.on_task(model, task.op.name, start0_ns + prep.offset_ns[i],
+                                   prep.duration_ns[i], prep.comm[i])
+        if self.comm is not None:
+            for i in prep.comm_idx:
+                task = tasks[i]
+                self.comm.on_task(task.op.name, task.op.op_type, start0 + off[i],
+                                  task.duration_us, task.bytes_moved, task.comm)
+        if self.samplers:
+            for i, task in enumerate(tasks):
+                for _, sampler in self.samplers:
+                    sampler.add(start0 + off[i], task.duration_us, task.bytes_moved,
+                                prep.comm[i])
 
     @property
     def base_ns(self) -> int:
@@ -185,21 +312,29 @@ class ProfilingSession:
         return (self.base_us or 0) * 1000
 
     def on_step(self, ev: StepEvent) -> None:
-        """A step boundary."""
-        if ev.run.time_base_us:
-            ev = attrs.evolve(ev, time_us=ev.run.time_base_us + ev.time_us)
+        """A step boundary (kept as integer ns for STEP_TIME and the per-step overlap)."""
+        base = ev.run.time_base_us
+        ns = base * 1000 + round(ev.time_us * 1000) if base else us_to_ns(ev.time_us)
+        key = (ev.run.model_id, ev.run.step)
+        if ev.phase == "begin":
+            self._step_open[key] = ns
+        else:
+            begin = self._step_open.pop(key, None)
+            if begin is not None:
+                self.step_times.extend((ev.run.step + 1, begin, ns))
         if self.steps is not None:
-            self.steps.on_step(ev)
-        if ev.phase == "end":
+            self.steps.on_step(ev, ns)
+        if ev.phase == "end" and self.samplers:
+            absolute = base + ev.time_us
             for _, sampler in self.samplers:
-                sampler.advance(ev.time_us)
+                sampler.advance(absolute)
 
     def on_api(self, ev: ApiCall) -> None:
-        """A host API call."""
-        if ev.run.time_base_us:
-            ev = attrs.evolve(ev, start_us=ev.run.time_base_us + ev.start_us)
+        """A host API call (its start kept as exact integer ns since the epoch)."""
         if self.api is not None:
-            self.api.on_call(ev)
+            base = ev.run.time_base_us
+            start_ns = base * 1000 + round(ev.start_us * 1000) if base else us_to_ns(ev.start_us)
+            self.api.on_call(ev, start_ns)
 
     def on_marker(self, ev: MarkerEvent) -> None:
         """A user marker."""

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from geplug.errors import ProfilingError
-from geplug.profiling.layout import fmt, fmt_ns, us_to_ns
+from geplug.profiling.layout import fmt_ns, us_to_ns
 from geplug.profiling.rawlog import RawLog
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ __all__ = [
     "HEADER",
     "StepTraceCollector",
     "check_fp_bp",
+    "write_track",
 ]
 
 HEADER = [
@@ -53,10 +54,6 @@ def check_fp_bp(ev: GraphEvent, fp_point: str, bp_point: str) -> None:
                 "op name of the graph, or to \"\" for automatic detection"
             )
 
-def _ns(value: float | None) -> int | None:
-    """An absolute µs float from the raw log as integer ns (None stays None)."""
-    return None if value is None else us_to_ns(value)
-
 
 class StepTraceCollector:
     """Tracks the open step of each model and appends one record per finished step."""
@@ -66,31 +63,33 @@ class StepTraceCollector:
         self.fp_point = fp_point
         self.bp_point = bp_point
         self._open: dict[int, dict[str, Any]] = {}
-        self._prev_end: dict[int, float] = {}
+        self._prev_end: dict[int, int] = {}
 
     def on_graph(self, ev: GraphEvent) -> None:
         """Check that named fp/bp ops exist in the compiled graph."""
         check_fp_bp(ev, self.fp_point, self.bp_point)
 
-    def on_step(self, ev: StepEvent) -> None:
-        """Open or close the step of ``ev.run.model_id``."""
+    def on_step(self, ev: StepEvent, time_ns: int | None = None) -> None:
+        """Open or close the step of ``ev.run.model_id`` (``time_ns``: the boundary in exact
+        integer ns since the epoch; else taken from ``ev.time_us``)."""
         model = ev.run.model_id
+        t = us_to_ns(ev.time_us) if time_ns is None else time_ns
         if ev.phase == "begin":
-            self._open[model] = {"step": ev.run.step, "begin": ev.time_us, "fp": None,
+            self._open[model] = {"step": ev.run.step, "begin": t, "fp": None,
                                  "bp": None, "rs": None, "rd": None}
             return
         state = self._open.pop(model, None)
         if state is None:
             return
-        state["end"] = ev.time_us
+        state["end"] = t
         state["prev"] = self._prev_end.get(model)
         state["model"] = model
-        self._prev_end[model] = ev.time_us
+        self._prev_end[model] = t
         self.log.write(json.dumps(state) + "\n")
 
-    def on_task(self, model: int, name: str, start: float, dur: float, comm: bool) -> None:
-        """Feed one task of the open step (its end is ``start`` + ``dur``, added in integer
-        ns when the rows are formatted: a float sum at ~1.8e15 µs rounds to 0.25 µs)."""
+    def on_task(self, model: int, name: str, start: int, dur: int, comm: bool) -> None:
+        """Feed one task of the open step: ``start`` (ns since the epoch) and ``dur`` (ns),
+        integers, so every derived time is exact."""
         state = self._open.get(model)
         if state is None:
             return
@@ -106,18 +105,26 @@ class StepTraceCollector:
         if not self.bp_point or name == self.bp_point:
             state["bp"], state["bpd"] = start, dur
 
+    def spans(self) -> Iterator[dict[str, Any]]:
+        """Each finished step in integer ns: step, model, fp, bp, end, prev (None = absent)."""
+        for line in self.log.lines():
+            s = json.loads(line)
+            bp = None if s["bp"] is None else s["bp"] + s.get("bpd", 0)
+            yield {"step": s["step"], "model": s["model"], "fp": s["fp"], "bp": bp,
+                   "end": s["end"], "prev": s["prev"], "begin": s["begin"]}
+
     def rows(self, device_id: int) -> Iterator[list[str]]:
         """The step_trace CSV rows, in step order as recorded."""
         for line in self.log.lines():
             s = json.loads(line)
-            fp, end, prev = _ns(s["fp"]), _ns(s["end"]), _ns(s["prev"])
-            bp = None if s["bp"] is None else us_to_ns(s["bp"]) + round(s.get("bpd", 0) * 1000)
+            fp, end, prev = s["fp"], s["end"], s["prev"]
+            bp = None if s["bp"] is None else s["bp"] + s.get("bpd", 0)
             assert end is not None
 
             def f(v: int | None) -> str:
                 return "N/A" if v is None else fmt_ns(v)
 
-            base = prev if prev is not None else (fp if fp is not None else _ns(s["begin"]))
+            base = prev if prev is not None else (fp if fp is not None else s["begin"])
             assert base is not None
             yield [
                 str(device_id), str(s["step"] + 1), f(fp), f(bp), fmt_ns(end),
@@ -126,7 +133,28 @@ class StepTraceCollector:
                 "N/A" if bp is None else fmt_ns(end - bp),
                 "N/A" if prev is None or fp is None else fmt_ns(fp - prev),
                 str(s["model"]),
-                f(_ns(s["rs"])),
-                "N/A" if s["rd"] is None else fmt(s["rd"]),
+                f(s["rs"]),
+                "N/A" if s["rd"] is None else fmt_ns(s["rd"]),
             ]
 
+
+
+def write_track(timeline: Any, steps: StepTraceCollector) -> None:
+    """The ``Step Trace`` timeline process (training_trace on): per model one thread with
+    ``Iteration {n}`` spanning the iteration, and nested in it ``Data_aug Bound {n}``
+    (previous end -> FP start), ``FP_BP Time {n}`` (FP start -> BP end) and ``Iteration
+    Refresh {n}`` (BP end -> iteration end); all from integer ns, so they nest exactly."""
+    for s in steps.spans():
+        n = s["step"] + 1
+        model = int(s["model"])
+        thread = f"Model {model}"
+        fp, bp, end, prev = s["fp"], s["bp"], s["end"], s["prev"]
+        first = prev if prev is not None else (fp if fp is not None else s["begin"])
+        args = {"Iteration ID": n, "Model ID": model}
+        timeline.span("Step Trace", model, thread, f"Iteration {n}", first, end, args)
+        if prev is not None and fp is not None and fp >= prev:
+            timeline.span("Step Trace", model, thread, f"Data_aug Bound {n}", prev, fp, args)
+        if fp is not None and bp is not None and bp >= fp:
+            timeline.span("Step Trace", model, thread, f"FP_BP Time {n}", fp, bp, args)
+        if bp is not None and end >= bp:
+            timeline.span("Step Trace", model, thread, f"Iteration Refresh {n}", bp, end, args)

@@ -16,6 +16,7 @@ import shutil
 import threading
 import warnings
 
+from geplug.errors import GeplugWarning
 from geplug.profiling.manifest import Manifest
 
 __all__ = [
@@ -36,7 +37,7 @@ TARGET_FRACTION = 0.75
 """... and deletes the oldest files geplug wrote until they are back under this share."""
 
 
-class ProfilingStorageWarning(UserWarning):
+class ProfilingStorageWarning(GeplugWarning):
     """Profiling data was aged out or collection stopped for lack of disk space."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import IO, TYPE_CHECKING, Any
 
-from geplug.profiling.layout import fmt_ns
+from geplug.profiling.layout import fmt_ns, us_to_ns
 from geplug.runtime.rank import WORLD_GROUP
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PIDS", "TimelineWriter"]
 
-PIDS = {"Ascend Hardware": 1, "Communication": 2, "CANN": 3, "MsTx": 4}
+PIDS = {"Ascend Hardware": 1, "Communication": 2, "CANN": 3, "MsTx": 4,
+        "Overlap Analysis": 5, "Step Trace": 6}
 """Fixed process ids; counter processes are numbered from 100."""
 
 
@@ -39,9 +40,34 @@ class TimelineWriter:
         self.count = 0
 
     def _emit(self, event: dict[str, Any]) -> None:
-        self.fh.write(("\n" if self._first else ",\n") + self._dumps(event))
+        self.raw(self._dumps(event))
+
+    def raw(self, encoded: str) -> None:
+        """Append one already-encoded event (the export's fast path)."""
+        self.fh.write(("\n" if self._first else ",\n") + encoded)
         self._first = False
         self.count += 1
+
+    def ensure_stream(self, pid: int, tid: int, comm: bool) -> None:
+        """The process and thread metadata of a kernel track (one track per stream)."""
+        name = "Communication" if comm else "Ascend Hardware"
+        self._pid(name)
+        self._tid(pid, tid, f"Group {WORLD_GROUP} Communication" if comm else f"Stream {tid}")
+
+    def ensure_launch_thread(self, tid: int) -> None:
+        """The CANN thread that holds the per-op launches (``Node`` level)."""
+        self._tid(self._pid("CANN"), tid, "node")
+
+    def span(self, process: str, tid: int, thread: str, name: str, start_ns: int,
+             end_ns: int, args: dict[str, Any] | None = None) -> None:
+        """A complete event from integer ns (``ts`` exact as a string, ``dur`` in µs)."""
+        pid = self._pid(process)
+        self._tid(pid, tid, thread)
+        event: dict[str, Any] = {"ph": "X", "name": name, "pid": pid, "tid": tid,
+                                 "ts": fmt_ns(start_ns), "dur": (end_ns - start_ns) / 1000}
+        if args:
+            event["args"] = args
+        self._emit(event)
 
     def _pid(self, name: str) -> int:
         pid = self._pids.get(name)
@@ -94,25 +120,26 @@ class TimelineWriter:
                      "Device Id": device_id},
         })
 
-    def api(self, level: str, name: str, start: float, dur: float) -> None:
-        """A host API call on ``CANN`` (one thread per level)."""
+    def api(self, level: str, name: str, start_ns: int, dur_ns: int) -> None:
+        """A host API call on ``CANN`` (one thread per level), from integer ns."""
         pid = self._pid("CANN")
         tid = self._tid(pid, {"acl": 1, "runtime": 2, "ge": 3, "node": 4, "model": 5}.get(
             level, 9), level)
-        self._emit({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": f"{start:.3f}",
-                    "dur": round(dur, 3), "cat": level, "args": {"level": level}})
+        self._emit({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": fmt_ns(start_ns),
+                    "dur": dur_ns / 1000, "cat": level, "args": {"level": level}})
 
     def marker(self, m: dict[str, Any]) -> None:
         """A user mark (instant) or range (complete event) on ``MsTx``."""
         pid = self._pid("MsTx")
         tid = self._tid(pid, int(m["tid"]), f"Thread {m['tid']}")
+        start = us_to_ns(m["start"])
         event: dict[str, Any] = {"name": m["message"], "pid": pid, "tid": tid,
-                                 "ts": f"{m['start']:.3f}", "cat": "MsTx",
+                                 "ts": fmt_ns(start), "cat": "MsTx",
                                  "args": {"domain": m["domain"], "id": m["id"]}}
         if m["end"] is None:
             event.update(ph="i", s="t")
         else:
-            event.update(ph="X", dur=round(m["end"] - m["start"], 3))
+            event.update(ph="X", dur=(us_to_ns(m["end"]) - start) / 1000)
         self._emit(event)
 
     def counter(self, process: str, ts: float, values: dict[str, float]) -> None:

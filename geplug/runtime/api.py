@@ -23,7 +23,7 @@ from geplug.errors import (
 )
 from geplug.runtime.system import System
 
-__all__ = ["current_system", "initialize_system", "shutdown_system"]
+__all__ = ["current_system", "initialize_system", "open_device", "shutdown_system"]
 
 _current: list[System] = []
 
@@ -37,6 +37,9 @@ def initialize_system(
     env: Mapping[str, str] | None = None,
 ) -> System:
     """Check ``config`` for ``product``, pick a backend, and return the running :class:`System`.
+
+    The TF1 API: products without it (``runtime.initialize_system = false``) are refused;
+    :func:`open_device` opens them.
 
     ``product``: a product name, SoC version string or :class:`Product` (default: the
     config's ``soc_version``, else the only installed product). ``config``: a
@@ -53,6 +56,56 @@ def initialize_system(
     :class:`~geplug.errors.ConfigWarning` (option, value, hint), once. The returned
     system is also a context manager that shuts itself down.
     """
+    return _open(product, config, backend=backend, manager=manager, env=env,
+                 for_initialize_system=True, api="initialize_system")
+
+
+def open_device(
+    product: Any = None,
+    config: Any = None,
+    *,
+    device_id: int | None = None,
+    backend: str | None = None,
+    manager: Any = None,
+    env: Mapping[str, str] | None = None,
+) -> System:
+    """Open a simulated device for the ATC / ACL path (``aclrtSetDevice``), on any product.
+
+    The same :class:`System` as :func:`initialize_system` (a context manager that shuts
+    itself down), with every rule of the configuration check applied except TF
+    ``initialize_system`` support - so it serves the inference products too (``atlas_infer``,
+    ``atlas_200i_a2``), which :func:`initialize_system` refuses. ``device_id``: the device to
+    open (default: the rank table, else ``ASCEND_DEVICE_ID``, else ``DEVICE_ID``, else 0).
+    The other arguments and the errors raised are those of :func:`initialize_system`::
+
+        with geplug.open_device(product="atlas_infer",
+                                config={"precision_mode": "force_fp16"}) as device:
+            outputs = device.compile("model.onnx").run({"x": x})
+    """
+    if device_id is not None and (isinstance(device_id, bool) or not isinstance(device_id, int)
+                                  or device_id < 0):
+        from geplug.errors import UsageError
+
+        raise UsageError(f"open_device(device_id={device_id!r}): give an integer >= 0",
+                         argument="device_id")
+    return _open(product, config, backend=backend, manager=manager, env=env,
+                 for_initialize_system=False, api="open_device", device_id=device_id)
+
+
+def _open(
+    product: Any,
+    config: Any,
+    *,
+    backend: str | None,
+    manager: Any,
+    env: Mapping[str, str] | None,
+    for_initialize_system: bool,
+    api: str,
+    device_id: int | None = None,
+) -> System:
+    """The shared body of :func:`initialize_system` and :func:`open_device`."""
+    import attrs
+
     from geplug.config import check, resolve
     from geplug.config.parse import parse_source
     from geplug.config.problems import unique
@@ -63,16 +116,19 @@ def initialize_system(
     manager = manager if manager is not None else get_manager()
     env = dict(os.environ if env is None else env)
     cfg, problems = parse_source(config)
-    prod = product if isinstance(product, Product) else _product(manager, product, cfg)
+    prod = product if isinstance(product, Product) else _product(manager, product, cfg, api)
     soc = product if isinstance(product, str) and product in prod.soc_versions else None
-    problems = unique([*problems, *check(cfg, prod, env=env, for_initialize_system=True,
+    problems = unique([*problems, *check(cfg, prod, env=env,
+                                         for_initialize_system=for_initialize_system,
                                          soc=soc)])
     if any(p.severity == "error" for p in problems):
-        raise ConfigError(problems, source=f"initialize_system(product={prod.name!r})"
+        raise ConfigError(problems, source=f"{api}(product={prod.name!r})"
                           ) from _rank_table_error(env, prod)
     for problem in problems:
-        warnings.warn(ConfigWarning(problem), stacklevel=2)
+        warnings.warn(ConfigWarning(problem), stacklevel=3)
     resolved = resolve(cfg, prod, env=env, soc=soc)
+    if device_id is not None:
+        resolved = attrs.evolve(resolved, device_id=device_id)
     rank = read_rank_info(env, prod)
     system = System(product=prod, config=resolved, manager=manager, rank=rank)
     impls = list(reversed(manager.pm.hook.geplug_init_system.get_hookimpls()))
@@ -119,7 +175,7 @@ def _rank_table_error(env: Mapping[str, str], product: Any) -> RankTableError | 
     return None
 
 
-def _product(manager: Any, name: Any, config: Any) -> Any:
+def _product(manager: Any, name: Any, config: Any, api: str = "initialize_system") -> Any:
     """The product ``name`` names, else the config's ``soc_version``, else the only installed
     product (the real stack detects its SoC; geplug cannot guess between several)."""
     from geplug.config.problems import Problem
@@ -134,10 +190,10 @@ def _product(manager: Any, name: Any, config: Any) -> Any:
     listing = ", ".join(p.name for p in installed) or "none installed"
     raise ProductNotNamedError([Problem(
         option="product", value=None, severity="error",
-        message="no product named: initialize_system needs product=... (or soc_version in the "
+        message=f"no product named: {api} needs product=... (or soc_version in the "
                 f"config) when {len(installed)} products are installed ({listing})",
-        hint='e.g. geplug.initialize_system(product="<name>", config=...)')],
-        source="initialize_system()", installed=[p.name for p in installed])
+        hint=f'e.g. geplug.{api}(product="<name>", config=...)')],
+        source=f"{api}()", installed=[p.name for p in installed])
 
 
 def shutdown_system(system: System | None = None) -> None:

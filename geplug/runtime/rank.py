@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from geplug.config.text import digits
+from geplug.config.text import signed_digits
 from geplug.errors import ConfigError, NotInitializedError
 from geplug.products.schema import Product
 from geplug.runtime.rank_table import Table, TableIssue, TableRank, read_rank_table
@@ -61,7 +61,7 @@ def _env_int(env: Mapping[str, str], name: str, *, minimum: int = 0) -> int | No
     if raw is None or raw.strip() == "":
         return None
     text = raw.strip()
-    if not digits(text.lstrip("-")):
+    if not signed_digits(text):
         raise ConfigError([Problem(option=name, value=raw, severity="error",
                                    message=f"{name} is invalid, should be int, such as 0, 1, 2.",
                                    hint=f"export {name}=0")], source="environment")

@@ -19,6 +19,7 @@ import attrs
 
 from geplug.config.text import digits
 from geplug.errors import RankTableError
+from geplug.limits import MAX_DEPTH, MAX_RANK_ID, MAX_RANKS, check_depth, decode_utf8
 from geplug.products.schema import Product
 
 __all__ = ["MAX_TABLE_BYTES", "Table", "TableIssue", "TableRank", "read_rank_table"]
@@ -35,6 +36,10 @@ class TableRank:
     device_id: int
     server: str
     pod: str = ""
+    device_ip: str = ""
+    """The NIC address the table gives (v1.x ``device_ip``), "" when absent."""
+    super_pod: str = ""
+    """The v1.2 ``super_pod_id`` of the rank's server, "" when the table has none."""
 
 
 @attrs.frozen(kw_only=True)
@@ -131,6 +136,10 @@ class Table:
         elif not isinstance(value, str) or not digits(value):
             self.add(field, _plain(value), f"expected a string of digits, got {_kind(value)}")
             return None
+        elif len(value) > 18:  # int() of a huge digit string is slow (and refused past 4300)
+            self.add(field, _plain(value), f"{len(value)} digits is outside [{lo}, "
+                     f"{'...' if hi is None else hi}]")
+            return None
         else:
             number = int(value)
         if number < lo or (hi is not None and number > hi):
@@ -196,6 +205,12 @@ ADDR_PORT = re.compile(r"[0-9]+/[0-9]+")
 """A v2.0 ``addr.ports`` entry other than ``d2h``: ``"<die>/<port>"`` (options.md §15.3)."""
 
 
+def _count(value: Any) -> int:
+    """Entries of an optional JSON array (0 for anything that is not one: reported where the
+    array itself is checked)."""
+    return len(value) if isinstance(value, list) else 0
+
+
 def _plain(value: Any) -> Any:
     """A field's value for a report: scalars as they are, containers abbreviated."""
     if isinstance(value, dict):
@@ -251,9 +266,14 @@ def read_rank_table(path: str, product: Product, env: Mapping[str, str] | None =
     t = Table(path)
     try:
         if os.path.getsize(path) > MAX_TABLE_BYTES:
-            raise t.fail("<file>", "larger than 1 GB")
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+            raise t.fail("<file>", f"larger than {MAX_TABLE_BYTES} bytes (1 GB, the limit)")
+        if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
+            raise t.fail("<file>", "is not a regular file (a device, FIFO or socket)",
+                         code="EI0004", value=path, option="RANK_TABLE_FILE")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TABLE_BYTES + 1)
+        text = decode_utf8(raw, path=path, what="rank table",
+                           fail=lambda m: UnicodeError(m.split(": ", 1)[-1]))
     except FileNotFoundError:
         raise t.fail("<file>", f"path {path} is not a valid real path (file not found); set "
                      "RANK_TABLE_FILE to an existing rank table", code="EI0004",
@@ -262,7 +282,7 @@ def read_rank_table(path: str, product: Product, env: Mapping[str, str] | None =
     except IsADirectoryError:
         raise t.fail("<file>", "is a directory, not a rank table JSON file", code="EI0004",
                      value=path, option="RANK_TABLE_FILE") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise t.fail("<file>", f"cannot read: {reason}", code="EI0004", value=path,
                      option="RANK_TABLE_FILE") from None
@@ -274,6 +294,10 @@ def read_rank_table(path: str, product: Product, env: Mapping[str, str] | None =
     except RecursionError:
         raise t.fail("<file>", "not valid JSON: nested too deeply", value=path,
                      option="RANK_TABLE_FILE") from None
+    deep = check_depth(data)
+    if deep is not None:
+        raise t.fail(deep, f"nests objects/arrays deeper than {MAX_DEPTH} levels (the limit, "
+                     "docs/limits.md)", option="RANK_TABLE_FILE")
     if not isinstance(data, dict):
         raise t.fail("<root>", f"expected a JSON object, got {_kind(data)}", value=_plain(data))
     if "version" in data:
@@ -347,7 +371,7 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                 seen_dev.add(device_id)
             need_ip = len(servers) > 1 if version == "1.0" else (
                 env.get("HCCL_INTER_HCCS_DISABLE", "").upper() == "TRUE"
-                or len(data.get("super_pod_list") or []) > 1)
+                or _count(data.get("super_pod_list")) > 1)
             t.ip(dev, "device_ip", f"{df}.device_ip", required=need_ip)
             found = {port: t.port(dev, port, f"{df}.{port}", as_int=False)
                      for port in ("device_port", "backup_device_port", "host_port")}
@@ -358,13 +382,16 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                     t.add(f"{df}.super_device_id", dev["super_device_id"],
                           "super_device_id[] is invalid (empty)", code="EI0004")
                 t.ip(dev, "backup_device_ip", f"{df}.backup_device_ip", required=False)
-            rank_id = t.digits(dev, "rank_id", f"{df}.rank_id")
+            rank_id = t.digits(dev, "rank_id", f"{df}.rank_id", hi=MAX_RANK_ID)
             if rank_id is not None:  # kept even with a bad device_id: the id checks go on
+                ip = dev.get("device_ip")
                 ranks.append(TableRank(rank_id=rank_id, device_id=-1 if device_id is None
-                                       else device_id, server=sid))
+                                       else device_id, server=sid,
+                                       device_ip=ip if isinstance(ip, str) else ""))
     if version == "1.2" and "super_pod_list" in data:
         pods = t.items(data["super_pod_list"], "super_pod_list")
         seen_pods: set[str] = set()
+        pod_of: dict[str, str] = {}
         for pi, raw_pod in enumerate(pods):
             pf = f"super_pod_list[{pi}]"
             pod = t.obj(raw_pod, pf)
@@ -382,6 +409,9 @@ def _v1x(t: Table, data: dict[str, Any], version: str, env: Mapping[str, str]) -
                 if ref is not None and ref not in seen_servers:
                     t.add(f"{pf}.server_list[{ji}].server_id", ref,
                           "is not a server of server_list")
+                elif ref is not None and pid is not None:
+                    pod_of[ref] = str(pid)
+        ranks = [attrs.evolve(r, super_pod=pod_of.get(r.server, "")) for r in ranks]
     _nic_port_roles(t, nics)
     # ranks must not interleave across servers (server 1 {0..3}, server 2 {4..7})
     by_server: dict[str, list[int]] = {}
@@ -463,7 +493,7 @@ def _template2(t: Table, data: dict[str, Any]) -> list[TableRank]:
 
 
 def _v20(t: Table, data: dict[str, Any]) -> list[TableRank]:
-    count = t.integer(data, "rank_count", "rank_count", lo=1, hi=65536)
+    count = t.integer(data, "rank_count", "rank_count", lo=1, hi=MAX_RANKS)
     entries = t.items(data.get("rank_list"), "rank_list")
     if count is not None and entries and count != len(entries):
         t.add("rank_count", count, f"says {count} but rank_list has {len(entries)} ranks")
@@ -474,7 +504,7 @@ def _v20(t: Table, data: dict[str, Any]) -> list[TableRank]:
         entry = t.obj(raw_entry, rf)
         if entry is None:
             continue
-        rank_id = t.integer(entry, "rank_id", f"{rf}.rank_id", lo=0, hi=65535)
+        rank_id = t.integer(entry, "rank_id", f"{rf}.rank_id", lo=0, hi=MAX_RANK_ID)
         local_id = t.integer(entry, "local_id", f"{rf}.local_id", lo=0, hi=64)
         device_id = t.integer(entry, "device_id", f"{rf}.device_id", lo=0, hi=64)
         for port in ("device_port", "host_port"):
@@ -538,11 +568,17 @@ def _check_rank_ids(t: Table, ranks: list[TableRank], field: str) -> None:
     ids = sorted(r.rank_id for r in ranks)
     if not ids:
         return
+    if len(ids) > MAX_RANKS or ids[-1] > MAX_RANK_ID:
+        t.add(field, min(len(ids), ids[-1]), f"{len(ids)} ranks, largest id {ids[-1]}: at most "
+              f"{MAX_RANKS} ranks with ids 0..{MAX_RANK_ID} are supported (docs/limits.md)")
+        return
     if len(set(ids)) != len(ids):
         dup = next(a for a, b in itertools.pairwise(ids) if a == b)
         t.add(field, dup, f"rank_id {dup} appears twice; rank ids must be unique")
     elif ids != list(range(len(ids))):
-        missing = sorted(set(range(max(ids) + 1)) - set(ids))[:10]
+        present = set(ids)  # the first ten gaps, in O(ranks) whatever the largest id
+        missing = list(itertools.islice((i for i in range(len(ids) + 10)
+                                         if i not in present), 10))
         t.add(field, ids[:10], f"rank ids must be 0..{len(ids) - 1} without gaps, got "
               f"{ids[:10]}{'...' if len(ids) > 10 else ''} (missing "
               f"{', '.join(map(str, missing))})")

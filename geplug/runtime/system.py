@@ -11,6 +11,7 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from geplug.backend import COMPILED_MEMBERS, CompiledModel, missing_members
 from geplug.errors import BackendError
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class System:
         self.backend = ""
         self.closed = False
         self.pass_reasons: dict[str, str] = {}
+        self.compiled: list[Any] = []
+        """Every model compiled on this system (the unmatched-names check reads them)."""
         self._model_ids = itertools.count(1)
         self._task_ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -78,22 +81,33 @@ class System:
         with self._lock:
             return next(self._task_ids)
 
-    def compile(self, model: Any, **options: Any) -> Any:
-        """Compile ``model`` for this product (a path or an ``onnx.ModelProto``).
+    def compile(self, model: Any, **options: Any) -> CompiledModel:
+        """Compile ``model`` for this product (what the backend takes: for the simulator a
+        path or an ``onnx.ModelProto``); returns a :class:`geplug.backend.CompiledModel`.
 
         A ``geplug_compile`` implementation may take the model; otherwise the runtime's own
-        ``compile`` does.
+        ``compile`` does. A result lacking a member of the contract is a
+        :class:`BackendError` naming the backend and the members.
         """
         self._check_open()
         compiled = self.manager.hook.geplug_compile(system=self, model=model, options=options)
-        if compiled is not None:
-            return compiled
-        if self.runtime is None or not hasattr(self.runtime, "compile"):
+        who = "a geplug_compile plugin"
+        if compiled is None:
+            if self.runtime is None or not hasattr(self.runtime, "compile"):
+                raise BackendError(
+                    f"no backend can compile {model!r} for {self.product.name!r}: the runtime "
+                    f"of backend {self.backend!r} has no compile(); install geplug-simulator"
+                )
+            compiled = self.runtime.compile(model, **options)
+            who = f"backend {self.backend!r}"
+        missing = missing_members(compiled, COMPILED_MEMBERS)
+        if missing:
             raise BackendError(
-                f"no backend can compile {model!r} for {self.product.name!r}: the runtime of "
-                f"backend {self.backend!r} has no compile(); install geplug-simulator"
-            )
-        return self.runtime.compile(model, **options)
+                f"{who} returned {type(compiled).__name__} from compile, which lacks "
+                f"{', '.join(missing)} of geplug.backend.CompiledModel; fix or disable the "
+                "plugin (GEPLUG_DISABLE_PLUGINS)", reasons={self.backend or who: "bad result"})
+        self.compiled.append(compiled)
+        return compiled
 
     def emit_dump(self, event: DumpEvent) -> list[Any]:
         """Hand ``event`` to every ``geplug_dump`` implementation; returns their non-None
@@ -118,12 +132,22 @@ class System:
                 self.runtime.close()
             except Exception as exc:
                 errors.append(exc)
+        self._warn_unmatched()
         errors.extend(self.manager.call_all("geplug_shutdown_system", system=self))
         from geplug.runtime import api
 
         api._forget(self)
         if errors:
             raise errors[0]
+
+    def _warn_unmatched(self) -> None:
+        """Warn about op_precision_mode / modify_mixlist names no compiled op had."""
+        from geplug.precision.unmatched import warn_unmatched
+
+        decisions = [d for m in self.compiled for d in m.decisions]
+        self.compiled.clear()
+        warn_unmatched(self.config, self.product, {d.op_type for d in decisions},
+                       {d.node for d in decisions})
 
     def _check_open(self) -> None:
         if self.closed:

@@ -34,7 +34,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["installed_products", "installed_registry", "require_product", "selected_products"]
 
 CONFORMANCE_OPTION = "--geplug-conformance"
+BACKEND_OPTION = "--geplug-backend-conformance"
+BACKEND_ATTR = "GEPLUG_BACKEND_CONFORMANCE"
+"""Module-level name a backend's test module sets to the backend(s) under test."""
 PRODUCTS_OPTION = "--geplug-products"
 PRODUCTS_ENV = "GEPLUG_PRODUCTS"
 ALIASES_INI = "geplug_marker_aliases"
@@ -90,14 +93,19 @@ def _not_selected(name: str) -> bool:
     return _Active.selection is not None and name not in _Active.selection
 
 
+def _skip_here(reason: str) -> NoReturn:
+    """Skip, reported at the test's own location (not at this plugin's line)."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
 def require_product(name: str) -> Product:
     """The installed product ``name``; skips the calling test when it is not installed (or
     not among the products selected for this run)."""
     registry = installed_registry()
     if name not in registry:
-        pytest.skip(f"product {name!r} is not installed in this environment")
+        _skip_here(f"product {name!r} is not installed in this environment")
     if _not_selected(name):
-        pytest.skip(f"product {name!r} is not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV})")
+        _skip_here(f"product {name!r} is not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV})")
     return registry.get(name)
 
 
@@ -107,6 +115,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         CONFORMANCE_OPTION, action="store", default=None, metavar="NAME[,NAME]",
         help="run geplug's product conformance suite on these installed products "
              "('all' = every selected product)",
+    )
+    group.addoption(
+        BACKEND_OPTION, action="store", default=None, metavar="NAME[,NAME]",
+        help="run geplug's backend conformance suite for these installed backends (plugin "
+             "names, e.g. simulator) on every selected product",
     )
     group.addoption(
         PRODUCTS_OPTION, action="store", default=None, metavar="NAME[,NAME]",
@@ -157,8 +170,55 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{CONFORMANCE_OPTION}={option}: {problem}")
 
         path = str(conformance.__file__)
+        if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+            config.args[:] = [path]  # no paths given: the suite alone, not the whole folder
+        elif path not in config.args:
+            config.args.append(path)
+    backends = config.getoption(BACKEND_OPTION, None)
+    if backends:
+        from geplug.testing import backend_conformance
+
+        problem = _unknown_backends(_split_names(str(backends)))
+        if problem:
+            raise pytest.UsageError(f"{BACKEND_OPTION}={backends}: {problem}")
+        path = str(backend_conformance.__file__)
         if path not in config.args:
             config.args.append(path)
+
+
+def _unknown_backends(names: list[str]) -> str:
+    """Why some of ``names`` are not loaded backends ("" when all are)."""
+    import warnings
+
+    from geplug.plugin import PluginManager
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        backends = PluginManager().load().implementers("geplug_init_system")
+    for name in names:
+        if name not in backends:
+            return (f"{name!r} is not an installed backend (backends: "
+                    f"{', '.join(backends) or 'none'}); install it or name one of those")
+    if not names:
+        return "name a backend (e.g. simulator)"
+    return ""
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each conformance check once per product: a test module that imports the suite and
+    ``--geplug-conformance`` (which collects the suite's own module) would run it twice."""
+    seen: set[tuple[object, str]] = set()
+    keep: list[pytest.Item] = []
+    for item in items:
+        function = getattr(item, "function", None)
+        if getattr(function, "__module__", "") == "geplug.testing.conformance":
+            key = (function, getattr(getattr(item, "callspec", None), "id", ""))
+            if key in seen:
+                continue
+            seen.add(key)
+        keep.append(item)
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -246,10 +306,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         registry = installed_registry()
         missing = [name for name in marker.args if name not in registry]
         if missing:
-            pytest.skip(f"product(s) not installed in this environment: {', '.join(missing)}")
+            _skip_here(f"product(s) not installed in this environment: {', '.join(missing)}")
         unselected = [name for name in marker.args if _not_selected(name)]
         if unselected:
-            pytest.skip(f"product(s) not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV}): "
+            _skip_here(f"product(s) not selected ({PRODUCTS_OPTION} / {PRODUCTS_ENV}): "
                         f"{', '.join(unselected)}")
 
 
@@ -270,6 +330,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 None, marks=pytest.mark.skip(reason="no product plugin installed"))])
         else:
             metafunc.parametrize("geplug_conformance_product", names, ids=names, indirect=True)
+    if "geplug_backend_case" in metafunc.fixturenames:
+        _parametrize_backend(metafunc)
     if "geplug_product" not in metafunc.fixturenames:
         return
     products = selected_products()
@@ -284,6 +346,31 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
         return
     metafunc.parametrize("geplug_product", products, ids=[p.name for p in products])
+
+
+def _parametrize_backend(metafunc: pytest.Metafunc) -> None:
+    """``geplug_backend_case`` = (backend, product) over the backends named by the option or
+    the module's ``GEPLUG_BACKEND_CONFORMANCE`` and every selected product."""
+    option = metafunc.config.getoption(BACKEND_OPTION, None)
+    declared = getattr(metafunc.module, BACKEND_ATTR, None)
+    if option:
+        backends = _split_names(str(option))
+    elif declared:
+        backends = [declared] if isinstance(declared, str) else [str(n) for n in declared]
+        problem = _unknown_backends(backends)
+        if problem:
+            raise pytest.Collector.CollectError(
+                f"{metafunc.module.__name__}.{BACKEND_ATTR} = {declared!r}: {problem}")
+    else:
+        backends = []
+    cases = [(b, p.name) for b in backends for p in selected_products()]
+    if not cases:
+        reason = ("no backend named (--geplug-backend-conformance=NAME)" if not backends
+                  else "no product plugin installed")
+        metafunc.parametrize("geplug_backend_case", [pytest.param(
+            None, marks=pytest.mark.skip(reason=reason))])
+        return
+    metafunc.parametrize("geplug_backend_case", cases, ids=[f"{b}-{p}" for b, p in cases])
 
 
 @pytest.fixture

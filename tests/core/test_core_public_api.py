@@ -90,3 +90,11 @@ def test_import_geplug_loads_no_plugin_and_no_numpy() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_version_comes_from_the_distribution_metadata() -> None:
+    from importlib import metadata
+
+    assert geplug.__version__ == metadata.version("geplug")
+    source = (importlib.import_module("geplug").__file__ or "")
+    assert '__version__ = "' not in open(source, encoding="utf-8").read()

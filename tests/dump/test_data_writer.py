@@ -155,3 +155,18 @@ def test_dump_data_stats_writes_statistic_csv_instead_of_tensors(
     out = next(r for r in rows if r["Input/Output"] == "Output")
     assert (out["Max Value"], out["Min Value"], out["Nan Count"], out["Positive Inf Count"]) == (
         "1.0", "-2.0", "1", "1")
+
+
+def test_statistic_csv_has_the_l2norm_column_msprobe_reads(make_system: Any,
+                                                           make_event: Any) -> None:
+    # msprobe's statistic reader looks up 'L2Norm Value' by name next to Max/Min/Avg
+    system = make_system(enable_dump=True, dump_mode="output", dump_data="stats")
+    system.emit_dump(make_event(system, op="a", inputs=[X],
+                                outputs=[np.array([3.0, -4.0], np.float32)]))
+    system.shutdown()
+    (step_dir,) = {d for d, _, fs in os.walk(system.config.dump_root) if fs}
+    with open(os.path.join(step_dir, "statistic.csv"), newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert "L2Norm Value" in STAT_COLUMNS
+    assert float(row["L2Norm Value"]) == 5.0
+    assert (row["Max Value"], row["Min Value"], row["Avg Value"]) == ("3.0", "-4.0", "-0.5")

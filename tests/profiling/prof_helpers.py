@@ -34,6 +34,7 @@ aic_metrics_default = "PipeUtilization"
 split_cores = false
 l2 = "l2"
 instr_profiling = "frequency"
+instr_profiling_exclusions = ["aic_metrics"]
 sys_io_targets = ["NIC"]
 interconnect_targets = ["HCCS", "PCIe"]
 host_sys = ["cpu", "mem", "disk", "network", "osrt"]

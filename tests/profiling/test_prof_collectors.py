@@ -102,11 +102,28 @@ def test_hccl_link_type_is_the_products_interconnect(manager, tmp_path, geplug_p
     assert used == {"HCCS" if "HCCS" in targets else "PCIE"}
 
 
-def test_hccl_off_leaves_analyze_empty_and_no_communication_track(manager, tmp_path):
-    run(manager, tmp_path)
-    assert os.listdir(os.path.join(prof_dir(tmp_path), "analyze")) == []
+def test_hccl_and_task_time_off_leave_analyze_empty_and_no_communication_track(manager,
+                                                                               tmp_path):
+    import sqlite3
+
+    run(manager, tmp_path, task_time="off")
+    # only the analysis database (per-step overlap) with empty communication tables
+    analyze = os.path.join(prof_dir(tmp_path), "analyze")
+    assert os.listdir(analyze) == ["communication_analyzer.db"]
+    conn = sqlite3.connect(os.path.join(analyze, "communication_analyzer.db"))
+    assert conn.execute("SELECT COUNT(*) FROM CommAnalyzerTime").fetchone() == (0,)
     procs = {e["args"]["name"] for e in timeline(tmp_path) if e["name"] == "process_name"}
     assert "Communication" not in procs
+
+
+def test_task_time_collects_communication_without_the_deprecated_hccl_switch(manager,
+                                                                             tmp_path):
+    # the collector deprecates hccl: "use task_time to collect communication data"
+    run(manager, tmp_path, task_time="on")
+    assert sorted(os.listdir(os.path.join(prof_dir(tmp_path), "analyze"))) == [
+        "communication.json", "communication_analyzer.db", "communication_matrix.json"]
+    procs = {e["args"]["name"] for e in timeline(tmp_path) if e["name"] == "process_name"}
+    assert "Communication" in procs
 
 
 def test_aicpu_on_lists_only_ai_cpu_tasks(manager, tmp_path):

@@ -30,7 +30,10 @@ def test_l1_writes_msprof_dtype_format_and_shape_spellings(manager, tmp_path):
     run(manager, tmp_path, task_time="on")
     header, rows = read_csv(tmp_path, "op_summary")
     row = rows[0]
-    assert row[header.index("Input Shapes")] == "128,256;256,512"
+    # the cell value carries literal quotes, as in msprof's files (readers cut one character
+    # at each end: msprof-analyze advisor's `input_shapes[1:-1]`)
+    assert row[header.index("Input Shapes")] == '"128,256;256,512"'
+    assert row[header.index("Input Shapes")][1:-1] == "128,256;256,512"
     assert row[header.index("Input Data Types")] == "DT_FLOAT16;DT_FLOAT16"
     assert row[header.index("Input Formats")] == "FORMAT_ND;FORMAT_ND"
     assert row[header.index("OP Type")] == "Conv2D"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from geplug.config.defaults import default_soc
 from geplug.config.rules.base import Ctx
-from geplug.config.text import digits
+from geplug.config.text import signed_digits
 
 __all__ = ["check_environment", "check_initialize_system", "check_run_mode", "check_soc"]
 
@@ -58,7 +58,7 @@ def check_environment(ctx: Ctx) -> None:
         if raw is None or raw == "":
             continue
         text = raw.strip()
-        if not digits(text.lstrip("-")):
+        if not signed_digits(text):
             ctx.err(name, raw, f"{name} is invalid, should be int, such as 0, 1, 2.",
                     f"export {name}=0")
         elif int(text) < 0:

@@ -4,6 +4,8 @@ R14, R15). Values per product: ``product.implmode``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from geplug.config.rules.base import Ctx
 
 __all__ = ["DEPRECATED_IMPLMODE", "TORCH_IMPLMODES", "check_implmode"]
@@ -42,17 +44,31 @@ def check_implmode(ctx: Ctx) -> None:
         if c.front_end in DEPRECATED_IMPLMODE:
             ctx.warn("op_select_implmode", mode, DEPRECATED_IMPLMODE[c.front_end],
                      "use op_precision_mode")
-    if c.optypelist_for_implmode is not None:
-        _optypelist(ctx, c.optypelist_for_implmode, mode)
+    if c.optypelist_for_implmode is not None and c.optypelist_for_implmode.strip():
+        _optypelist(ctx, c.optypelist_for_implmode, mode)  # empty means off (the seed)
     if c.op_precision_mode is not None:
         from geplug.config.files import read_precision_ini
 
-        _, problems = read_precision_ini(ctx.path(c.op_precision_mode), imp.ini_values)
+        ini, problems = read_precision_ini(ctx.path(c.op_precision_mode), imp.ini_values)
         ctx.extend(problems)
+        if ini is not None:
+            _unimplemented_modes(ctx, c.op_precision_mode, ini.by_op_type)
         if mode is not None or c.optypelist_for_implmode is not None:
             ctx.warn("op_precision_mode", c.op_precision_mode, "op_precision_mode overrides "
                      "op_select_implmode and optypelist_for_implmode, which are ignored",
                      "remove op_select_implmode / optypelist_for_implmode")
+
+
+def _unimplemented_modes(ctx: Ctx, path: str, by_op_type: Mapping[str, str]) -> None:
+    """An ini line giving an op type a mode the op does not implement changes nothing: the
+    op runs its own implementation (the seed: "如果算子只实现了一种则按照算子实现的方式运行")."""
+    for op_type, wanted in by_op_type.items():
+        modes = ctx.p.ops[op_type].impl_modes if op_type in ctx.p.ops else ()
+        if modes and wanted not in modes:
+            ctx.warn("op_precision_mode", path, f"{op_type} = {wanted} in {path}: {op_type} "
+                     f"implements only {', '.join(modes)} on {ctx.p.display_name}, so it runs "
+                     f"{modes[0] if len(modes) == 1 else 'its default'}; the line changes nothing",
+                     f"use one of {', '.join(modes)} for {op_type}, or drop the line")
 
 
 def _optypelist(ctx: Ctx, types: str, mode: str | None) -> None:

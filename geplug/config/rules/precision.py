@@ -51,7 +51,7 @@ def _value(ctx: Ctx, option: str, value: str | None, every: tuple[str, ...],
     ok = tuple(allowed) + (tuple(prec.atc_only_modes) if ctx.c.front_end == "atc" else ())
     if value not in every:
         close = difflib.get_close_matches(value, ok, n=1, cutoff=0.6)
-        hint = (f"did you mean {close[0]!r}? " if close else "") + "use one of " + ", ".join(ok)
+        hint = f"did you mean {close[0]!r}?" if close else "use a value of the list"
         ctx.err(option, value, f"option {option} value '{value}' is invalid, it should be one "
                 f"of the list:{list(ok)}", hint, code="E10001")
     elif value not in ok:

@@ -161,9 +161,22 @@ def _aic_metrics(ctx: Ctx, path: str, value: str) -> None:
     if value.startswith(CUSTOM):
         _custom_metrics(ctx, path, value)
     elif value != "" and value not in (*prof.aic_metrics, *prof.aic_metrics_aliases):
+        import difflib
+
+        from geplug.products.domains import AIC_METRICS_GROUPS
+
         listing = "|".join([*prof.aic_metrics, "Custom:xx,xx"])
+        lowered = {g.lower(): g for g in (*prof.aic_metrics, *prof.aic_metrics_aliases)}
+        close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
+        if value in AIC_METRICS_GROUPS:  # a real group this product's PMU does not have
+            hint = (f"{value} is not available on {ctx.p.display_name}; choose a group of the "
+                    "list, or Custom: registers")
+        elif close:
+            hint = f"did you mean {lowered[close[0]]!r}?"
+        else:
+            hint = "choose a group of the list, or Custom:<event>,<event>"
         ctx.err(path, value, f"aic-metrics[{value}] is invalid, please set metrics in range "
-                f"[{listing}].", f"{ctx.p.display_name} supports: {', '.join(prof.aic_metrics)}")
+                f"[{listing}].", hint, code="EK0003")
 
 
 def _custom_metrics(ctx: Ctx, path: str, value: str) -> None:
@@ -198,7 +211,7 @@ def _custom_metrics(ctx: Ctx, path: str, value: str) -> None:
 
 def _frequency(ctx: Ctx, key: str, path: str, value: str) -> None:
     """Ranges and per-product maxima (``profiling.frequencies``); R23, R25."""
-    if value in ("", "0"):
+    if value == "":
         return
     dashed = key.replace("_", "-")
     if not digits(value):
@@ -219,12 +232,22 @@ def _frequency(ctx: Ctx, key: str, path: str, value: str) -> None:
     number = int(value)
     top = max([rng.max, *rng.item_max.values()])
     if not rng.min <= number <= top:
-        ctx.err(path, value, f"{dashed} should be in range [{rng.min},{rng.max}].",
-                f"use a value between {rng.min} and {rng.max}", code="EK0003")
+        items = ", ".join(sorted(rng.item_max))
+        more = f" ({items} up to {top}, every other item up to {rng.max})" if top > rng.max \
+            else ""
+        ctx.err(path, value, f"{dashed} should be in range [{rng.min},{top}].{more}",
+                f"use a value between {rng.min} and {top}"
+                + (" (0 collects nothing; leave the key out to turn sampling off)"
+                   if number == 0 else ""), code="EK0003")
     elif number > rng.max:
         items = ", ".join(sorted(rng.item_max))
         ctx.warn(path, value, f"only {items} sample up to {top}; every other item is capped "
                  f"at {rng.max}", f"use at most {rng.max} to sample all items at this rate")
+
+
+HOST_TOOLS = {"disk": "the open-source tool iotop", "osrt": "the open-source tools perf and ltrace"}
+"""Third-party tools host_sys items need (the seed: 采集Host侧disk性能数据需要安装第三方开源工具
+iotop，采集osrt性能数据需要安装第三方开源工具perf和ltrace)."""
 
 
 def _host_list(ctx: Ctx, key: str, path: str, value: str) -> None:
@@ -236,6 +259,11 @@ def _host_list(ctx: Ctx, key: str, path: str, value: str) -> None:
         if item not in allowed:
             ctx.err(path, value, f"The value: {item} of {key} is not support. Please input in "
                     f"the range of '{'|'.join(allowed)}'.", f"use items from {', '.join(allowed)}")
+        elif item in HOST_TOOLS:
+            ctx.warn(path, value, f"host_sys {item} needs {HOST_TOOLS[item]} installed on the "
+                     "host; without it nothing is collected for it",
+                     f"install {HOST_TOOLS[item]} (geplug writes host/collection_notice.txt "
+                     "when it cannot collect)")
 
 
 def _cross(ctx: Ctx, opts: ProfilingOptions, prefix: str, *, active: bool) -> None:

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from geplug.backend import TensorSpec
 from geplug.errors import CompileError, RunError
 from geplug.events import OpRecord
 from geplug.precision import OpDecision
+from geplug.runtime.result import RunResult
 from geplug_simulator.cost import OpCost
 from geplug_simulator.emit import FAULT_ENV, StepEmitter, fault_node, wants_tensors
 from geplug_simulator.importer import ImportedModel, TensorType
@@ -66,6 +68,8 @@ class CompiledModel:
         self.ops = records
         self.model_id = model_id
         self.kernel_meta_files = kernel_meta_files
+        self.memory: Any = None
+        """The device model's memory report (``geplug.backend.CompiledModel.memory``)."""
         self.types: Mapping[str, TensorType] = imported.types
         """Tensor types and shapes (symbolic dims fixed by the last fed shapes)."""
         self._session: onnxruntime.InferenceSession | None = session
@@ -88,7 +92,23 @@ class CompiledModel:
         self._emitter = StepEmitter(self)
         self._set_costs(costs)
 
-    # -- public API ------------------------------------------------------------------------
+    # -- public API (the geplug.backend.CompiledModel contract) ---------------------------
+
+    @property
+    def inputs(self) -> dict[str, TensorSpec]:
+        """The graph inputs ``run`` takes, in order, with their dtypes and shapes."""
+        specs: dict[str, TensorSpec] = {}
+        for name in self.imported.inputs:
+            tt = self.types.get(name)
+            specs[name] = TensorSpec(name=name, dtype=tt.dtype if tt else "float32",
+                                     shape=tuple(tt.shape) if tt and tt.shape is not None
+                                     else None)
+        return specs
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The output names of the mapping ``run`` returns, in graph order."""
+        return tuple(self.imported.outputs)
 
     @property
     def dynamic_shape(self) -> bool:
@@ -116,8 +136,10 @@ class CompiledModel:
             raise KeyError(f"model {self.name!r} has no node {node!r}; nodes: "
                            + ", ".join(list(self._by_node)[:20])) from None
 
-    def run(self, inputs: Mapping[str, Any], step: int | None = None) -> dict[str, np.ndarray]:
-        """Run one step; returns ``{output name: array}`` in the model's output dtypes.
+    def run(self, inputs: Mapping[str, Any], step: int | None = None) -> RunResult:
+        """Run one step; returns ``{output name: array}`` in the model's output dtypes, a
+        :class:`~geplug.runtime.result.RunResult` that also carries the step's findings
+        (``overflows``, ``nonfinite_outputs``, ``aicpu_fallbacks``).
 
         ``step`` numbers the iteration for dumps and profiling (default: one more than the
         last step run); it must be a non-negative integer.
@@ -145,8 +167,10 @@ class CompiledModel:
         else:
             values = dict(zip(outputs, self._ort_run(self._session, outputs, feeds),
                               strict=True))
-        self._emitter.emit(step, feeds, values, dump=dump, fault=fault)
-        return {name: values[name] for name in outputs}
+        found = self._emitter.emit(step, feeds, values, dump=dump, fault=fault)
+        return RunResult({name: values[name] for name in outputs}, step=step, overflows=found,
+                         aicpu_fallbacks=[d.node for d in self.decisions
+                                          if d.engine == "AI_CPU"])
 
     def close(self) -> None:
         """Release the onnxruntime sessions."""

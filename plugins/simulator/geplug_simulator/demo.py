@@ -14,9 +14,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from geplug.backend import SampleModel
 from geplug_simulator import DEFAULT_PRODUCT
 
-__all__ = ["DEMO_MODES", "FALLBACK_MODES", "build_cnn", "build_mlp", "run_demo"]
+__all__ = ["DEMO_MODES", "FALLBACK_MODES", "build_cnn", "build_mlp", "run_demo", "sample_models"]
 
 DEMO_MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "allow_mix_precision_bf16")
 """Precision modes the demo compares (all valid for training on the default product)."""
@@ -94,6 +95,21 @@ def _describe(out: np.ndarray, ref: np.ndarray) -> str:
     return f"finite, max |diff| vs fp32 {err:.1e}"
 
 
+def sample_models() -> list[SampleModel]:
+    """The demo's two seeded models with their inputs (also the backend conformance suite's)."""
+    rng = np.random.default_rng(42)
+    return [
+        SampleModel(name="MLP", model=build_mlp(),
+                    inputs={"x": rng.standard_normal((4, 64)).astype(np.float32)},
+                    description="fc1's activations reach ~1e5, above float16's largest finite "
+                                "value 65504"),
+        SampleModel(name="CNN", model=build_cnn(),
+                    inputs={"image": rng.standard_normal((16, 3, 64, 64)).astype(np.float32)},
+                    description="a small image classifier: reduced precision costs accuracy, "
+                                "saves device time"),
+    ]
+
+
 def run_demo(
     open_system: Callable[[str, dict[str, Any]], Any],
     *,
@@ -109,13 +125,7 @@ def run_demo(
     three of ``modes`` the product accepts are compared; the first is the reference.
     """
     started = time.perf_counter()
-    rng = np.random.default_rng(42)
-    cases = [
-        ("MLP", build_mlp(), {"x": rng.standard_normal((4, 64)).astype(np.float32)},
-         "fc1's activations reach ~1e5, above float16's largest finite value 65504"),
-        ("CNN", build_cnn(), {"image": rng.standard_normal((16, 3, 64, 64)).astype(np.float32)},
-         "a small image classifier: reduced precision costs accuracy, saves device time"),
-    ]
+    cases = [(s.name, s.model, dict(s.inputs), s.description) for s in sample_models()]
     from geplug.errors import ConfigError
 
     results: dict[str, np.ndarray] = {}

@@ -24,16 +24,20 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from geplug.errors import AICoreError
+from geplug.errors import AICoreError, GeplugWarning
 from geplug.events import (
     ApiCall,
     DumpEvent,
     OpRecord,
     RunInfo,
     StepEvent,
+    StepTasksEvent,
     TaskEvent,
+    TaskTable,
     TensorRecord,
+    expand_tasks,
 )
+from geplug.runtime.result import Overflow
 from geplug_simulator.importer import TensorType
 from geplug_simulator.rewrite import TensorRef, to_device
 
@@ -62,6 +66,24 @@ _STATIC_TASK_FIELDS = tuple(
 )
 _new = object.__new__
 _set = object.__setattr__
+
+
+def _overflows(event: DumpEvent, system: System) -> list[Overflow]:
+    """The overflow ``event``'s op starts (the dump writer's rule), as run-result findings."""
+    try:
+        from geplug.dump.overflow import find_overflow
+    except ImportError:  # geplug installed without its dump package
+        return []
+    cfg = system.config.config
+    finding = find_overflow(event, saturation=system.product.dump.overflow_mode == "saturation",
+                            debug_mode=cfg.dump_debug_mode or "all")
+    if finding is None:
+        return []
+    op = event.op
+    return [Overflow(step=event.run.step, op_name=op.name, op_type=op.op_type,
+                     output=event.outputs[t.index].name if t.index < len(event.outputs) else "",
+                     nan=t.nan, pos_inf=t.pos_inf, neg_inf=t.neg_inf, saturated=t.saturated)
+            for t in finding.outputs]
 
 
 def wants_tensors(system: System, step: int) -> bool:
@@ -108,6 +130,8 @@ class OpPlan:
     duration_us: float
     task: tuple[tuple[str, Any], ...] = ()
     """The static fields of its ``TaskEvent`` (empty until profiling asks for them)."""
+    task_run: Any = None
+    """The placeholder ``RunInfo`` of the template (for the static task table)."""
 
 
 def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
@@ -132,10 +156,21 @@ class StepEmitter:
         self.base_us: int | None = None
         self._plans: list[OpPlan] | None = None
         self._with_tasks = False
+        self._table: TaskTable | None = None
 
     def invalidate(self) -> None:
         """Forget the plans (the op times or shapes were re-modelled)."""
         self._plans = None
+        self._table = None
+
+    def table(self) -> TaskTable:
+        """The static task table of the current plans (built once per plan set): the
+        batched per-step profiling record carries it, so a step costs one event."""
+        if self._table is None:
+            plans = self.plans(True)
+            self._table = TaskTable.sequential(
+                stamp(p.task, p.task_run, 0.0) for p in plans if p.task)
+        return self._table
 
     def plans(self, with_tasks: bool) -> list[OpPlan]:
         """The per-op plans, with profiling templates when ``with_tasks``."""
@@ -163,18 +198,21 @@ class StepEmitter:
                     output_formats=[format_of(op.op_type, len(s)) for s in out_shapes],
                     cube_fraction=cost.cube_fraction,
                 ))
-            plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task))
+            plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task, placeholder))
         self._plans, self._with_tasks = plans, with_tasks
+        self._table = None
         return plans
 
     def emit(self, step: int, feeds: Mapping[str, Any], values: Mapping[str, np.ndarray], *,
-             dump: bool, fault: str | None) -> None:
-        """The events of one step (nothing when no one asks for them)."""
+             dump: bool, fault: str | None) -> list[Overflow] | None:
+        """The events of one step (nothing when no one asks for them). Returns the overflows
+        found in the step's tensors when they were inspected (``dump``), else None."""
         c = self.compiled
         system = c.system
         prof = system.profiling_enabled
+        found: list[Overflow] | None = [] if dump else None
         if not (dump or prof or fault):
-            return
+            return found
         if self.base_us is None:  # the device clock: small, exact floats from a µs base
             self.base_us = int(time.time() * 1e6)
         base = self.base_us
@@ -186,23 +224,42 @@ class StepEmitter:
         if prof:
             emit_profile(StepEvent(run=run, phase="begin", time_us=t))
             t = self._copies(run, t, "H2D", feeds)
-        for plan in self.plans(prof):
-            op = plan.record
-            if dump or op.name == fault:
+            table = self.table()
+            start_ns = round(t * 1000)
+            batch = StepTasksEvent(run=run, table=table, start_ns=start_ns)
+            emit_profile(batch)
+            if system.manager.has_external("geplug_profile"):
+                for task in expand_tasks(batch):  # per-task events for third-party plugins
+                    emit_profile(task)
+        if dump or fault:
+            offsets = self.table().offset_ns.tolist() if prof else None
+            t_op = t
+            for i, plan in enumerate(self.plans(prof)):
+                op = plan.record
+                if not (dump or op.name == fault):
+                    continue
+                if offsets is not None:
+                    t_op = t + offsets[i] / 1000
                 ins = self._tensors(plan.inputs, values, feeds)
                 outs = self._tensors(plan.outputs, values, feeds)
                 if dump:
-                    system.emit_dump(DumpEvent(kind="data", run=run, op=op, inputs=ins,
-                                               outputs=outs, timestamp_us=base + int(t)))
+                    event = DumpEvent(kind="data", run=run, op=op, inputs=ins, outputs=outs,
+                                      timestamp_us=base + int(t_op))
+                    system.emit_dump(event)
+                    if found is not None:
+                        found += _overflows(event, system)
                 if op.name == fault:
-                    self._raise_fault(run, op, ins, outs, base + int(t))
-            if plan.task:
-                emit_profile(stamp(plan.task, run, t))
-            t += plan.duration_us
+                    self._raise_fault(run, op, ins, outs, base + int(t_op))
+                if offsets is None:
+                    t_op += plan.duration_us
         if prof:
+            t = (start_ns + table.span_ns) / 1000
             t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs})
             emit_profile(StepEvent(run=run, phase="end", time_us=t))
+        else:
+            t += sum(p.duration_us for p in self.plans(False))
         self.clock_us = t
+        return found
 
     def _copies(self, run: RunInfo, t: float, direction: str,
                 arrays: Mapping[str, Any]) -> float:
@@ -260,7 +317,7 @@ class StepEmitter:
         )
 
 
-class FaultEnvWarning(UserWarning):
+class FaultEnvWarning(GeplugWarning):
     """``GEPLUG_SIM_FAULT_NODE`` names no node of the model being run (no fault injected)."""
 
 

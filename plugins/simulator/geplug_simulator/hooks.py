@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 from geplug import hookimpl
 
 if TYPE_CHECKING:
+    from geplug.backend import Subcommand
     from geplug.runtime.system import System
     from geplug_simulator.runtime import SimRuntime
 
 GEPLUG_PLUGIN_API = 1
 
-__all__ = ["GEPLUG_PLUGIN_API", "geplug_init_system"]
+__all__ = ["GEPLUG_PLUGIN_API", "geplug_init_system", "geplug_subcommands"]
 
 
 @hookimpl
@@ -22,3 +23,11 @@ def geplug_init_system(system: System) -> SimRuntime:
     from geplug_simulator.runtime import SimRuntime
 
     return SimRuntime(system)
+
+
+@hookimpl
+def geplug_subcommands() -> list[Subcommand]:
+    """``geplug demo`` (the demo module imports onnx only when the command runs)."""
+    from geplug_simulator.demo_cmd import demo_command
+
+    return [demo_command()]

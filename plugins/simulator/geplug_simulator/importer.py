@@ -174,7 +174,8 @@ def _check_operators(graph: onnx.GraphProto) -> None:
     """Custom-domain and misspelt operators, named (before onnx's checker, which does not)."""
     for i, node in enumerate(graph.node):
         name = node.name or f"{node.op_type}_{i}"
-        if node.domain not in _KNOWN_DOMAINS and node.domain != "com.microsoft":
+        if node.domain not in _KNOWN_DOMAINS and node.domain not in ("com.microsoft",
+                                                                     "geplug.hccl"):
             raise CompileError(
                 f"node {name!r}: operator {node.op_type!r} of domain {node.domain!r} is not "
                 "supported by the simulator (custom operator); replace it with standard ONNX "

@@ -21,13 +21,14 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
+from geplug.backend import SampleModel
 from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
+from geplug.kernel_meta import KernelSpec, write_kernel_meta
 from geplug.precision import decide
 from geplug_simulator.compiled import CompiledModel
 from geplug_simulator.cost import OpCost, estimate
 from geplug_simulator.importer import ImportedModel, TensorType, import_model, tensor_type
-from geplug_simulator.kernel_meta import KernelSpec, write_kernel_meta
 from geplug_simulator.rewrite import RewrittenModel, rewrite
 
 if TYPE_CHECKING:
@@ -234,6 +235,19 @@ def _reduce_size(node: onnx.NodeProto, decision: Any, imported: ImportedModel) -
     return 1
 
 
+def _refuse_collectives(imported: ImportedModel) -> None:
+    """A collective node needs every rank: one system alone cannot run it."""
+    from geplug_simulator.collective import is_collective
+
+    for node in imported.model.graph.node:
+        if is_collective(node):
+            raise CompileError(
+                f"node {node.name!r} is a collective ({node.domain}.{node.op_type}): it needs "
+                "every rank of the job; run the model with `geplug run MODEL --ranks N` (or "
+                "--rank-table FILE), or geplug_simulator.cluster.ClusterJob, so each rank is "
+                "a virtual device (docs/distributed.md)", node=node.name)
+
+
 class SimRuntime:
     """What ``geplug_init_system`` returns: compiles models for ``system``."""
 
@@ -257,6 +271,7 @@ class SimRuntime:
             stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
         # the model name: name=, else the ONNX graph name, else the file stem (docs/dump.md)
         imported = import_model(model, name=name, default_name=stem)
+        _refuse_collectives(imported)
         decisions = tuple(decide(imported.nodes, system.product, system.config))
         rewritten = rewrite(imported, decisions)
         factory = SessionFactory(options.get("threads", self.factory.threads), self)
@@ -325,14 +340,20 @@ class SimRuntime:
             for d in decisions
         )
 
-    def close(self) -> None:
-        """Release every compiled model's sessions; warn about user-file names that matched
-        no compiled op (op_precision_mode, modify_mixlist)."""
-        from geplug_simulator.unmatched import warn_unmatched
+    @property
+    def name(self) -> str:
+        """The backend name (the plugin name of :mod:`geplug_simulator.hooks`)."""
+        return "simulator"
 
-        op_types = {d.op_type for m in self.models for d in m.decisions}
-        nodes = {d.node for m in self.models for d in m.decisions}
+    def sample_models(self) -> list[SampleModel]:
+        """The demo's seeded MLP and CNN with inputs (``geplug demo``, backend conformance)."""
+        from geplug_simulator.demo import sample_models
+
+        return sample_models()
+
+    def close(self) -> None:
+        """Release every compiled model's sessions (the core then checks user-file names
+        against the decisions: :mod:`geplug.precision.unmatched`)."""
         for m in self.models:
             m.close()
         self.models.clear()
-        warn_unmatched(self.system.config, self.system.product, op_types, nodes)

@@ -164,10 +164,9 @@ def test_level_2_builds_larger_kernels_than_level_1(tmp_path):
 def test_communication_fused_ops_get_no_kernel_files():
     """debug功能开关打开场景下，若模型中含有如下通算融合算子，算子编译目录kernel_meta中，不会生成下述
     算子的*.o、*.json、*.cce文件。"""
-    from geplug_simulator.kernel_meta import COMM_FUSED_OPS, kernel_suffixes
-
     from geplug.config.model import SessionConfig
     from geplug.config.resolved import ResolvedConfig
+    from geplug.kernel_meta import COMM_FUSED_OPS, kernel_suffixes
 
     product = any_product()
     config = ResolvedConfig(product=product.name, config=SessionConfig(op_debug_level=1),

@@ -78,7 +78,7 @@ def test_high_performance_keeps_network_accuracy_for_float16_inputs():
 
 def test_ini_names_matching_no_compiled_op_are_warned_at_shutdown(tmp_path):
     """The real stack ignores unmatched lines silently; geplug warns with a did-you-mean."""
-    from geplug_simulator.unmatched import UnmatchedNameWarning
+    from geplug.precision.unmatched import UnmatchedNameWarning
 
     ini = tmp_path / "net.ini"
     ini.write_text("[ByOpType]\nSoftmax=high_precision\n[ByNodeName]\nnosuchnode=high_precision\n")
@@ -91,7 +91,7 @@ def test_ini_names_matching_no_compiled_op_are_warned_at_shutdown(tmp_path):
 def test_mixlist_op_types_matching_no_compiled_op_are_warned(tmp_path):
     import json
 
-    from geplug_simulator.unmatched import UnmatchedNameWarning
+    from geplug.precision.unmatched import UnmatchedNameWarning
 
     mixlist = tmp_path / "mix.json"
     mixlist.write_text(json.dumps({"black-list": {"to-add": ["Softmax"]}}))

@@ -7,9 +7,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import geplug_torch  # noqa: E402
-from geplug.errors import ConfigError, ProfilingError  # noqa: E402
 from geplug_torch import CompilerConfig  # noqa: E402
 from torch_helpers import GPT, train  # noqa: E402
+
+from geplug.errors import ConfigError, ProfilingError  # noqa: E402
 
 pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 

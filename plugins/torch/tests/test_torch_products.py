@@ -13,8 +13,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import geplug_torch  # noqa: E402
-from geplug.errors import ConfigError  # noqa: E402
 from torch import nn  # noqa: E402
+
+from geplug.errors import ConfigError  # noqa: E402
 
 
 def _mlp() -> nn.Module:

@@ -2,8 +2,8 @@
 
 The real stack ignores such lines silently (options.md §9.3, §5.5); a misspelt op type (the
 ONNX ``Softmax`` instead of the Ascend ``SoftmaxV2``) then quietly changes nothing. At
-shutdown the simulator warns once, naming the file, the names and the closest op types or
-nodes it compiled.
+shutdown the core (``System.shutdown``, whatever the backend) warns once, naming the file,
+the names and the closest op types or nodes it compiled.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from geplug.errors import GeplugWarning
+
 __all__ = ["UnmatchedNameWarning", "warn_unmatched"]
 
 
-class UnmatchedNameWarning(UserWarning):
+class UnmatchedNameWarning(GeplugWarning):
     """A name in op_precision_mode or modify_mixlist matched no op of any compiled model."""
 
 

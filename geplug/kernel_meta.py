@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from geplug.atomic import create_temp
 from geplug.config.resolved import ResolvedConfig
 from geplug.precision import OpDecision
 from geplug.products.schema import Product
@@ -87,7 +87,7 @@ def kernel_name(spec: KernelSpec) -> str:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = create_temp(str(path.parent), path.name)  # sweeps dead writers' leftovers
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -106,10 +106,10 @@ def _binary(name: str, spec: KernelSpec, debug: bool) -> bytes:
     return head + body
 
 
-def _cce(name: str, spec: KernelSpec) -> str:
+def _cce(name: str, spec: KernelSpec, generator: str) -> str:
     d = spec.decision
     return "\n".join([
-        f"// {name}.cce - SIMULATED by geplug-simulator; not real TBE output",
+        f"// {name}.cce - SIMULATED by {generator}; not real TBE output",
         f"// op {d.node} ({d.op_type}), dtype {d.dtype}, impl_mode {d.impl_mode or 'n/a'}",
         f'extern "C" __global__ __aicore__ void {name}(__gm__ uint8_t* args) {{',
         f"  // block_dim = {spec.block_dim}",
@@ -122,9 +122,14 @@ def _cce(name: str, spec: KernelSpec) -> str:
 
 
 def write_kernel_meta(
-    product: Product, config: ResolvedConfig, specs: Iterable[KernelSpec]
+    product: Product, config: ResolvedConfig, specs: Iterable[KernelSpec], *,
+    generator: str = "geplug-simulator",
 ) -> list[str]:
-    """Write the kernel_meta files of ``specs``; returns the paths written (sorted)."""
+    """Write the kernel_meta files of ``specs``; returns the paths written (sorted).
+
+    Backend-independent (every backend calls it at compile); ``generator`` is the backend's
+    distribution name, recorded in the files so nobody mistakes them for real TBE output.
+    """
     if config.kernel_meta_dir is None:
         return []
     root = Path(config.kernel_meta_dir)
@@ -168,10 +173,10 @@ def write_kernel_meta(
                 "debugOptions": {"op_debug_level": level,
                                  "op_debug_config": list(config.op_debug_items)},
                 "simulated": True,
-                "generator": "geplug-simulator",
+                "generator": generator,
             }
             files[".json"] = (json.dumps(desc, indent=2) + "\n").encode()
-        cce = _cce(name, spec)
+        cce = _cce(name, spec, generator)
         if ".cce" in suffixes:
             files[".cce"] = cce.encode()
         if "_loc.json" in suffixes:

@@ -1,0 +1,300 @@
+"""The msprof database ``PROF_*/msprof_{ts14}.db`` (SQLite, standard library).
+
+The tables, columns, enum tables and string interning are those msprof documents for its DB
+export (Ascend/msprof ``docs/en/user_guide/profile_data_file_references_db.md``) and that the
+public analysers (msprof-analyze 26.2.0: ``cluster -m ...``, ``advisor``) query: every string
+column holds an id into ``STRING_IDS``; times are integer ns since the epoch. Tables a reader
+requires are always created, empty when there is nothing to put in them (a reader then reports
+"no data" instead of failing).
+
+The writer is independent of where the records come from: :class:`MsprofDb` takes plain
+tuples (one method per table), so the msprof export and the torch profiler share it. It writes
+to a temporary file next to the target and renames it on :meth:`MsprofDb.commit` (a complete
+database or none); rows go in through ``executemany`` over iterators, so memory stays bounded
+whatever the number of tasks.
+
+Example (a writer fed from a list of records)::
+
+    with MsprofDb(path, device_id=0) as db:
+        db.add_tasks([(start_ns, end_ns, 0, conn_id, gid, pid, "AI_CORE", 0, 0, 1, 1)])
+        db.add_compute_info([(gid, "MatMul_1", "MatMulV2", "AI_CORE", 8, ...)])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from geplug.profiling.layout import mkstemp_near
+
+__all__ = [
+    "API_TYPES",
+    "HCCL_DATA_TYPES",
+    "MSTX_EVENT_TYPES",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "MsprofDb",
+    "pmu_db_name",
+]
+
+SCHEMA_VERSION = "1.0.2"
+"""``META_DATA.SCHEMA_VERSION`` (the documented example version)."""
+
+SCHEMA: dict[str, str] = {
+    "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
+    "META_DATA": "name TEXT, value TEXT",
+    "SESSION_TIME_INFO": "startTimeNs INTEGER, endTimeNs INTEGER",
+    "NPU_INFO": "id INTEGER, name TEXT",
+    "HOST_INFO": "hostUid TEXT, hostName TEXT",
+    "RANK_DEVICE_MAP": "rankId INTEGER, deviceId INTEGER",
+    "TASK": ("startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, "
+             "globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, "
+             "streamId INTEGER, taskId INTEGER, modelId INTEGER"),
+    "COMPUTE_TASK_INFO": ("name INTEGER, globalTaskId INTEGER PRIMARY KEY, blockNum INTEGER, "
+                          "mixBlockNum INTEGER, taskType INTEGER, opType INTEGER, "
+                          "inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, "
+                          "outputFormats INTEGER, outputDataTypes INTEGER, "
+                          "outputShapes INTEGER, attrInfo INTEGER, opState INTEGER, "
+                          "hf32Eligible INTEGER"),
+    "TASK_PMU_INFO": "globalTaskId INTEGER, name INTEGER, value NUMERIC",
+    "COMMUNICATION_OP": ("opName INTEGER, startNs INTEGER, endNs INTEGER, "
+                         "connectionId INTEGER, groupName INTEGER, opId INTEGER PRIMARY KEY, "
+                         "relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, "
+                         "count NUMERIC, opType INTEGER, deviceId INTEGER"),
+    "COMMUNICATION_TASK_INFO": ("name INTEGER, globalTaskId INTEGER, taskType INTEGER, "
+                                "planeId INTEGER, groupName INTEGER, notifyId INTEGER, "
+                                "rdmaType INTEGER, srcRank INTEGER, dstRank INTEGER, "
+                                "transportType INTEGER, size INTEGER, dataType INTEGER, "
+                                "linkType INTEGER, opId INTEGER, isMaster INTEGER, "
+                                "bandwidth NUMERIC"),
+    "COMMUNICATION_SCHEDULE_TASK_INFO": ("name INTEGER, globalTaskId INTEGER PRIMARY KEY, "
+                                         "taskType INTEGER, opType INTEGER"),
+    "CANN_API": ("startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, "
+                 "connectionId INTEGER, name INTEGER"),
+    "MSTX_EVENTS": ("startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, "
+                    "category INTEGER, message INTEGER, globalTid INTEGER, "
+                    "endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER"),
+    "AICORE_FREQ": "deviceId INTEGER, timestampNs NUMERIC, freq INTEGER",
+    "STEP_TIME": "id INTEGER, startNs INTEGER, endNs INTEGER",
+    "CONNECTION_IDS": "id INTEGER, connectionId INTEGER",
+    "PYTORCH_API": ("startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER, "
+                    "name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, "
+                    "inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, "
+                    "type INTEGER"),
+    "NPU_MEM": ("type INTEGER, ddr NUMERIC, hbm NUMERIC, timestampNs INTEGER, "
+                "deviceId INTEGER"),
+    "ENUM_API_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "ENUM_HCCL_DATA_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "ENUM_HCCL_LINK_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "ENUM_HCCL_TRANSPORT_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "ENUM_HCCL_RDMA_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "ENUM_MSTX_EVENT_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "ENUM_MEMCPY_OPERATION": "id INTEGER PRIMARY KEY, name TEXT",
+}
+"""Table -> column definitions (names and types as documented). ``STEP_TIME`` (one row per
+step: Iteration ID, start, end), ``CONNECTION_IDS`` and ``PYTORCH_API`` are the framework
+tables of torch_npu's database that msprof-analyze's recipes join against; a run without a
+framework layer leaves the last two empty (the torch profiler fills them)."""
+
+API_TYPES = {"acl": 20000, "model": 15000, "node": 10000, "communication": 5500,
+             "runtime": 5000, "op": 50001, "queue": 50002, "trace": 50003, "mstx": 50004}
+"""``ENUM_API_TYPE``: API level -> id."""
+HCCL_DATA_TYPES = {"INT8": 0, "INT16": 1, "INT32": 2, "FP16": 3, "FP32": 4, "INT64": 5,
+                   "UINT64": 6, "UINT8": 7, "UINT16": 8, "UINT32": 9, "FP64": 10, "BFP16": 11,
+                   "INT128": 12, "RESERVED": 255, "N/A": 65534, "INVALID_TYPE": 65535}
+_LINK_TYPES = {"ON_CHIP": 0, "HCCS": 1, "PCIE": 2, "ROCE": 3, "SIO": 4, "HCCS_SW": 5,
+               "STANDARD_ROCE": 6, "RESERVED": 255, "N/A": 65534, "INVALID_TYPE": 65535}
+_TRANSPORT_TYPES = {"SDMA": 0, "RDMA": 1, "LOCAL": 2, "RESERVED": 255, "N/A": 65534,
+                    "INVALID_TYPE": 65535}
+_RDMA_TYPES = {"RDMA_SEND_NOTIFY": 0, "RDMA_SEND_PAYLOAD": 1, "RESERVED": 255, "N/A": 65534,
+               "INVALID_TYPE": 65535}
+MSTX_EVENT_TYPES = {"marker": 0, "push/pop": 1, "start/end": 2, "marker_ex": 3}
+_MEMCPY = {"host to host": 0, "host to device": 1, "device to host": 2,
+           "device to device": 3, "managed memory": 4, "addr device to device": 5,
+           "host to device ex": 6, "device to host ex": 7, "other": 65535}
+_ENUMS = {
+    "ENUM_API_TYPE": API_TYPES,
+    "ENUM_HCCL_DATA_TYPE": HCCL_DATA_TYPES,
+    "ENUM_HCCL_LINK_TYPE": _LINK_TYPES,
+    "ENUM_HCCL_TRANSPORT_TYPE": _TRANSPORT_TYPES,
+    "ENUM_HCCL_RDMA_TYPE": _RDMA_TYPES,
+    "ENUM_MSTX_EVENT_TYPE": MSTX_EVENT_TYPES,
+    "ENUM_MEMCPY_OPERATION": _MEMCPY,
+}
+_INDEXES = (
+    "CREATE INDEX TaskIndex ON TASK (startNs, globalTaskId)",
+    "CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId)",
+)
+
+
+def pmu_db_name(column: str) -> tuple[str, float]:
+    """An op_summary PMU column -> (its ``TASK_PMU_INFO`` metric name, value factor).
+
+    Times are stored in ns (``(us)`` columns × 1000), ``aicore_time`` / ``aiv_time`` under
+    their raw names ``aic_total_time`` / ``aiv_total_time``; unit suffixes are dropped.
+    """
+    factor = 1.0
+    name = column
+    if name.endswith("(us)"):
+        factor = 1000.0
+    name = name.split("(", 1)[0]
+    return {"aicore_time": "aic_total_time", "aiv_time": "aiv_total_time"}.get(name,
+                                                                               name), factor
+
+
+class MsprofDb:
+    """One msprof database being written (see the module docstring)."""
+
+    def __init__(self, path: str, *, device_id: int = 0) -> None:
+        self.path = path
+        self.device_id = device_id
+        fd, self.tmp = mkstemp_near(path)
+        os.close(fd)
+        self._strings: dict[str, int] = {}
+        try:
+            self.conn = sqlite3.connect(self.tmp, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode = OFF")
+            self.conn.execute("PRAGMA synchronous = OFF")
+            self.conn.execute("PRAGMA temp_store = FILE")  # temp tables on disk, not in RAM
+            self.conn.execute("PRAGMA cache_size = -16384")  # 16 MB page cache
+            self.conn.execute("BEGIN")
+            for table, columns in SCHEMA.items():
+                self.conn.execute(f"CREATE TABLE {table} ({columns})")
+            for table, values in _ENUMS.items():
+                self.conn.executemany(f"INSERT INTO {table} VALUES (?, ?)",
+                                      [(v, k) for k, v in values.items()])
+            self.conn.executemany("INSERT INTO META_DATA VALUES (?, ?)", [
+                ("SCHEMA_VERSION", SCHEMA_VERSION),
+                *((f"SCHEMA_VERSION_{part}", v) for part, v in
+                  zip(("MAJOR", "MINOR", "MICRO"), SCHEMA_VERSION.split("."), strict=True)),
+            ])
+        except BaseException:
+            self.abort()
+            raise
+
+    # -- strings ---------------------------------------------------------------------------
+
+    def sid(self, value: str) -> int:
+        """The ``STRING_IDS`` id of ``value`` (interned on first use)."""
+        got = self._strings.get(value)
+        if got is None:
+            got = self._strings[value] = len(self._strings)
+        return got
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def _rows(self, table: str, rows: Iterable[tuple[Any, ...]], width: int) -> None:
+        marks = ", ".join("?" * width)
+        self.conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+
+    def add_info(self, *, npu_name: str, host_uid: str, host_name: str, rank_id: int,
+                 start_ns: int, end_ns: int, freq_mhz: int) -> None:
+        """NPU_INFO, HOST_INFO, RANK_DEVICE_MAP, SESSION_TIME_INFO and AICORE_FREQ."""
+        dev = self.device_id
+        self._rows("NPU_INFO", [(dev, npu_name)], 2)
+        self._rows("HOST_INFO", [(host_uid, host_name)], 2)
+        self._rows("RANK_DEVICE_MAP", [(rank_id, dev)], 2)
+        self._rows("SESSION_TIME_INFO", [(start_ns, end_ns)], 2)
+        self._rows("AICORE_FREQ", [(dev, start_ns, int(freq_mhz))], 3)
+
+    def add_tasks(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """TASK rows: (startNs, endNs, deviceId, connectionId, globalTaskId, globalPid,
+        taskType id, contextId, streamId, taskId, modelId)."""
+        self._rows("TASK", rows, 11)
+
+    def add_compute_info(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """COMPUTE_TASK_INFO rows (15 values, string columns already as ids)."""
+        self._rows("COMPUTE_TASK_INFO", rows, 15)
+
+    def add_pmu(self, rows: Iterable[tuple[int, int, float]]) -> None:
+        """TASK_PMU_INFO rows: (globalTaskId, metric name id, value)."""
+        self._rows("TASK_PMU_INFO", rows, 3)
+
+    def begin_pmu(self) -> None:
+        """Start TASK_PMU_INFO by key: tasks with equal work and duration share one key
+        (:meth:`pmu_keys`), each task names its key (:meth:`pmu_tasks`), and
+        :meth:`end_pmu` expands them inside SQLite - no Python row per metric and task."""
+        c = self.conn
+        c.execute("CREATE TEMP TABLE pmu_task (gid INTEGER, k INTEGER)")
+        c.execute("CREATE TEMP TABLE pmu_key (k INTEGER, name INTEGER, value NUMERIC)")
+
+    def pmu_keys(self, rows: Iterable[tuple[int, int, float]]) -> None:
+        """(key, metric name id, value) rows."""
+        self.conn.executemany("INSERT INTO temp.pmu_key VALUES (?, ?, ?)", rows)
+
+    def pmu_tasks(self, rows: Iterable[tuple[int, int]]) -> None:
+        """(globalTaskId, key) rows."""
+        self.conn.executemany("INSERT INTO temp.pmu_task VALUES (?, ?)", rows)
+
+    def end_pmu(self) -> None:
+        """Expand the keyed PMU values into TASK_PMU_INFO."""
+        c = self.conn
+        c.execute("CREATE INDEX temp.pmu_key_k ON pmu_key (k)")
+        # pmu_task is in globalTaskId order already: no sort (bounded memory)
+        c.execute("INSERT INTO TASK_PMU_INFO SELECT t.gid, p.name, p.value FROM "
+                  "temp.pmu_task t JOIN temp.pmu_key p ON p.k = t.k")
+        c.execute("DROP TABLE temp.pmu_task")
+        c.execute("DROP TABLE temp.pmu_key")
+
+    def add_api(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """CANN_API rows: (startNs, endNs, type id, globalTid, connectionId, name id)."""
+        self._rows("CANN_API", rows, 6)
+
+    add_api_rows = add_api
+
+    def add_mstx(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """MSTX_EVENTS rows (10 values)."""
+        self._rows("MSTX_EVENTS", rows, 10)
+
+    def add_comm_ops(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """COMMUNICATION_OP rows (13 values)."""
+        self._rows("COMMUNICATION_OP", rows, 13)
+
+    def add_comm_tasks(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """COMMUNICATION_TASK_INFO rows (16 values)."""
+        self._rows("COMMUNICATION_TASK_INFO", rows, 16)
+
+    def add_steps(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        """STEP_TIME rows: (step id, startNs, endNs)."""
+        self._rows("STEP_TIME", rows, 3)
+
+    def add_npu_mem(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """NPU_MEM rows: (type id, ddr bytes, hbm bytes, timestampNs, deviceId)."""
+        self._rows("NPU_MEM", rows, 5)
+
+    # -- finishing -------------------------------------------------------------------------
+
+    def commit(self) -> str:
+        """Write STRING_IDS and the indexes, close, and rename into place; returns the path."""
+        try:
+            self._rows("STRING_IDS", ((i, v) for v, i in self._strings.items()), 2)
+            for sql in _INDEXES:
+                self.conn.execute(sql)
+            self.conn.execute("COMMIT")
+            self.conn.close()
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the temporary database (nothing is left at ``path``)."""
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        with contextlib.suppress(OSError):
+            os.remove(self.tmp)
+
+    def __enter__(self) -> MsprofDb:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()

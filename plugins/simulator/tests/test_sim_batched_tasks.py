@@ -1,0 +1,66 @@
+"""One batched StepTasksEvent per step; per-task events only for third-party plugins."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sqlite3
+
+import numpy as np
+from sim_helpers import any_product, make_system, overflow_model
+
+from geplug.events import StepTasksEvent, TaskEvent
+
+X = {"x": np.ones((1, 4), np.float32)}
+
+
+def test_each_step_sends_one_batched_record_of_the_static_task_table(recorder):
+    manager, rec = recorder
+    compiled = make_system(any_product(), manager, profiling_mode=True).compile(overflow_model())
+    compiled.run(X)
+    compiled.run(X)
+    batches = [e for e in rec.profiles if isinstance(e, StepTasksEvent)]
+    assert [b.run.step for b in batches] == [0, 1]
+    assert batches[0].table is batches[1].table  # built once per compiled shape
+    table = batches[0].table
+    assert [t.op.name for t in table.tasks] == ["big", "small"]
+    assert table.offset_ns.tolist() == [0, int(table.duration_ns[0])]  # back to back
+    assert batches[1].start_ns >= batches[0].start_ns + table.span_ns
+
+
+def test_a_third_party_plugin_still_gets_each_task_marked_in_batch(recorder):
+    manager, rec = recorder
+    compiled = make_system(any_product(), manager, profiling_mode=True).compile(overflow_model())
+    compiled.run(X)
+    (batch,) = [e for e in rec.profiles if isinstance(e, StepTasksEvent)]
+    tasks = [e for e in rec.profiles if isinstance(e, TaskEvent)]
+    assert [t.op.name for t in tasks] == ["big", "small"] and all(t.in_batch for t in tasks)
+    assert [round(t.start_us * 1000) for t in tasks] == \
+        (batch.start_ns + batch.table.offset_ns).tolist()
+
+
+def test_without_third_party_profile_plugins_no_per_task_event_is_built(tmp_path, monkeypatch):
+    import geplug
+    from geplug.events import expand_tasks
+
+    calls = []
+
+    def counting(event):  # type: ignore[no-untyped-def]
+        calls.append(event)
+        return iter(())
+
+    import geplug_simulator.emit as emit_mod
+
+    monkeypatch.setattr(emit_mod, "expand_tasks", counting)
+    cfg = {"profiling_mode": True,
+           "profiling_options": json.dumps({"output": str(tmp_path), "task_time": "l1"})}
+    with geplug.initialize_system(any_product().name, cfg) as system:
+        assert not system.manager.has_external("geplug_profile")
+        model = system.compile(overflow_model())
+        for _ in range(3):
+            model.run(X)
+    assert calls == [] and expand_tasks is not None
+    # ... and the built-in collectors expanded the batches: 2 tasks x 3 steps in the database
+    (db,) = glob.glob(os.path.join(str(tmp_path), "PROF_*", "msprof_*.db"))
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM TASK").fetchone() == (6,)
