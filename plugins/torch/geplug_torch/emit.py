@@ -1,0 +1,173 @@
+"""Running one compiled graph and emitting its events (data dump, overflow, profiling).
+
+Nothing is built when no writer asks: an ordinary step runs the rewritten GraphModule as
+generated code. On a step the dump writers want (``geplug.dump.policy.wants_tensors``: a
+``dump_step`` step, or every step with ``enable_dump_debug``) the graph runs through an fx
+interpreter that keeps each op's inputs and outputs, and one ``DumpEvent`` per op carries
+them in the device dtype. While profiling, each op becomes a ``TaskEvent`` on the runtime's
+shared device clock (the static fields are built once per graph); the graph itself is
+launched by one ``AscendCL@aclmdlExecute`` API call on the CANN track (graph mode: GE runs
+the whole graph from one host call), modelled as one task launch overhead long.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from geplug_simulator.emit import format_of, stamp, task_fields
+from geplug_simulator.graphbuild import to_device
+
+from geplug.events import ApiCall, DumpEvent, TaskEvent, TensorRecord
+
+if TYPE_CHECKING:
+    from geplug_torch.graph import CompiledGraph, GraphOp, TensorMeta
+    from geplug_torch.model import TrainingModel
+
+__all__ = ["GraphEmitter", "to_numpy"]
+
+
+def to_numpy(tensor: Any) -> np.ndarray:
+    """A CPU tensor as a numpy array (bfloat16 through float32, then ml_dtypes)."""
+    import torch
+
+    t = tensor.detach()
+    if t.dtype == torch.bfloat16:
+        return to_device(t.float().numpy(), "bfloat16")
+    return np.asarray(t.numpy())
+
+
+def _flat(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flat(v)]
+    return []
+
+
+class GraphEmitter:
+    """Runs ``graph`` of ``model`` and emits its events."""
+
+    def __init__(self, model: TrainingModel, graph: CompiledGraph) -> None:
+        self.model = model
+        self.graph = graph
+        self._tasks: list[tuple[tuple[str, Any], ...]] | None = None
+        self._prefix = "gradients/" if graph.phase == "backward" else ""
+
+    def run(self, module: Any, args: list[Any]) -> Any:
+        """One run of the graph (AOTAutograd's boxed calling convention)."""
+        from geplug.dump.policy import wants_tensors
+
+        model, runtime = self.model, self.model.runtime
+        system = runtime.system
+        system._check_open()
+        step = runtime.begin(model, self.graph.phase)
+        dump = wants_tensors(system.config, step)
+        targets = runtime.profile_systems()
+        values: dict[str, Any] | None = None
+        if dump:
+            values, out = self._run_exposed(module, args)
+        else:
+            out = module(*args)
+        if dump or targets or runtime.profilers:
+            self._emit(step, values, targets)
+        runtime.finish(model, self.graph.phase, step)
+        model.runs += 1
+        return out
+
+    def _run_exposed(self, module: Any, args: list[Any]) -> tuple[dict[str, Any], Any]:
+        import torch.fx
+
+        values: dict[str, Any] = {}
+
+        class Keeper(torch.fx.Interpreter):
+            def run_node(self, n: Any) -> Any:
+                result = super().run_node(n)
+                values[n.name] = result
+                return result
+
+        with torch.no_grad():
+            out = Keeper(module, garbage_collect_values=False).run(*args)
+        return values, out
+
+    def _emit(self, step: int, values: dict[str, Any] | None,
+              targets: list[Any]) -> None:
+        runtime = self.model.runtime
+        system = runtime.system
+        run = runtime.run_info(self.model, step)
+        runs = [runtime.run_info(self.model, step, s) for s in targets]
+        tasks = self._task_templates() if runs else None
+        for r in runs:  # graph mode: the host launches the whole graph with one call
+            r.system.emit_profile(ApiCall(
+                run=r, name=f"AscendCL@aclmdlExecute({self.model.name}:{self.graph.phase})",
+                level="acl", start_us=runtime.now(),
+                duration_us=system.product.compute.launch_overhead_us))
+        t = runtime.now()
+        base = runtime.base_us
+        starts: list[float] = []
+        for index, op in enumerate(self.graph.ops):
+            if values is not None:
+                system.emit_dump(DumpEvent(
+                    kind="data", run=run, op=op.record,
+                    inputs=self._tensors(op, op.inputs, values, inputs=True),
+                    outputs=self._tensors(op, op.outputs, values, inputs=False),
+                    timestamp_us=base + int(t)))
+            if tasks is not None:
+                for r in runs:
+                    r.system.emit_profile(stamp(tasks[index], r, t))
+            starts.append(t)
+            t += op.duration_us
+        runtime.clock_us = t
+        for prof in runtime.profilers:
+            prof.record_ops(runtime, self.model, self.graph, step, starts)
+
+    def _task_templates(self) -> list[tuple[tuple[str, Any], ...]]:
+        if self._tasks is None:
+            placeholder = self.model.runtime.run_info(self.model, -1)
+            self._tasks = [task_fields(TaskEvent(
+                run=placeholder, op=op.record, start_us=0.0, duration_us=op.duration_us,
+                wait_us=0.0, flops=op.flops, bytes_moved=op.bytes_moved,
+                input_shapes=[m.shape for m in op.inputs],
+                input_dtypes=[_device_dtype(op, m) for m in op.inputs],
+                input_formats=[format_of(op.record.op_type, len(m.shape)) for m in op.inputs],
+                output_shapes=[m.shape for m in op.outputs],
+                output_dtypes=[_device_dtype(op, m, out=True) for m in op.outputs],
+                output_formats=[format_of(op.record.op_type, len(m.shape)) for m in op.outputs],
+                cube_fraction=op.cube_fraction,
+            )) for op in self.graph.ops]
+        return self._tasks
+
+    def _tensors(self, op: GraphOp, metas: tuple[TensorMeta, ...], values: Mapping[str, Any],
+                 *, inputs: bool) -> list[TensorRecord]:
+        if inputs:
+            arrays = [_first(values.get(m.name)) for m in metas]
+        else:
+            arrays = _flat(values.get(op.fx_name))
+        records: list[TensorRecord] = []
+        placeholders = set(self.graph.placeholders)
+        for meta, tensor in zip(metas, arrays, strict=False):
+            if tensor is None:
+                continue
+            dtype = _device_dtype(op, meta, out=not inputs)
+            array = to_numpy(tensor)
+            if array.dtype.kind == "f" and dtype in ("float16", "bfloat16", "float32"):
+                array = to_device(array, dtype)
+            name = meta.name if meta.name in placeholders else self._prefix + meta.name
+            records.append(TensorRecord(name=name, array=array, dtype=dtype))
+        return records
+
+
+def _first(value: Any) -> Any:
+    found = _flat(value)
+    return found[0] if found else None
+
+
+def _device_dtype(op: GraphOp, meta: TensorMeta, *, out: bool = False) -> str:
+    d = op.decision
+    if meta.dtype == d.original_dtype and d.dtype:
+        return (d.output_dtype or d.dtype) if out else d.dtype
+    return meta.dtype
+

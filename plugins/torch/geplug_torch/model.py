@@ -1,0 +1,85 @@
+"""A model ``torch.compile`` handed to the backend: its forward and backward graphs.
+
+One dynamo graph is one model (one model id and name, as GE runs a training graph): its
+forward graph (or inference graph) and the backward graph AOTAutograd derives, compiled by
+:func:`geplug_torch.graph.compile_graph`. Running a graph asks the runtime which iteration
+it belongs to, runs the rewritten GraphModule - through an fx interpreter that keeps every
+op's tensors on a step the dump writers want - and emits the step's events
+(:mod:`geplug_torch.emit`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from geplug.events import OpRecord
+from geplug_torch.graph import CompiledGraph, compile_graph
+
+if TYPE_CHECKING:
+    from geplug_torch.runtime import TorchRuntime
+
+__all__ = ["TrainingModel"]
+
+
+class TrainingModel:
+    """The compiled graphs of one dynamo graph (see the module docstring)."""
+
+    def __init__(self, runtime: TorchRuntime, *, dynamic_shape: bool = False) -> None:
+        self.runtime = runtime
+        self.model_id = runtime.system.next_model_id()
+        self.name = f"graph_{self.model_id}"
+        self.dynamic_shape = dynamic_shape
+        self.graphs: dict[str, CompiledGraph] = {}
+        self.backward_done_in = -1
+        """The iteration whose backward graph ran last (-1: none yet)."""
+        self.runs = 0
+        runtime.add_model(self)
+
+    # -- AOTAutograd compilers -------------------------------------------------------------
+
+    def forward_compiler(self, gm: Any, example_inputs: Any) -> Any:
+        """AOTAutograd's ``fw_compiler``: the forward graph of a training model."""
+        return self._compile(gm, "forward")
+
+    def backward_compiler(self, gm: Any, example_inputs: Any) -> Any:
+        """AOTAutograd's ``bw_compiler``: the backward graph (op names ``gradients/...``)."""
+        compiled = self._compile(gm, "backward")
+        self.runtime.announce(self)
+        return compiled
+
+    def inference_compiler(self, gm: Any, example_inputs: Any) -> Any:
+        """AOTAutograd's ``inference_compiler``: a graph run without gradients."""
+        compiled = self._compile(gm, "inference")
+        self.runtime.announce(self)
+        return compiled
+
+    def _compile(self, gm: Any, phase: str) -> Any:
+        from geplug_torch.emit import GraphEmitter
+
+        cg = compile_graph(gm, system=self.runtime.system, phase=phase, graph_name=self.name,
+                           name_prefix="gradients/" if phase == "backward" else "")
+        self.graphs[phase] = cg
+        emitter = GraphEmitter(self, cg)
+        module = cg.module
+
+        def run(args: list[Any]) -> Any:
+            return emitter.run(module, args)
+
+        run._boxed_call = True  # type: ignore[attr-defined]
+        return run
+
+    # -- facts -----------------------------------------------------------------------------
+
+    def records(self) -> tuple[OpRecord, ...]:
+        """Every op of the compiled graphs, forward first (fp_point / bp_point checks)."""
+        order = ("inference", "forward", "backward")
+        return tuple(op.record for phase in order if phase in self.graphs
+                     for op in self.graphs[phase].ops)
+
+    @property
+    def simulated_time_us(self) -> float:
+        """Modelled device time of one iteration's graphs (ops back to back)."""
+        return float(sum(op.duration_us for g in self.graphs.values() for op in g.ops))
+
+    def close(self) -> None:
+        """Nothing is held beyond the graphs; kept for symmetry with the simulator."""

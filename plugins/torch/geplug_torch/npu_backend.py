@@ -1,0 +1,121 @@
+"""``geplug_torch.backend(product=..., config=...)``: a ``torch.compile`` backend.
+
+In the spirit of torchair's ``get_npu_backend(compiler_config=...)``: the returned object is
+passed as ``torch.compile(model, backend=...)``. It opens a geplug system for the product
+with ``backend="torch"`` (the configuration is checked first: every problem at once) and
+compiles each dynamo graph through AOTAutograd, forward and backward, onto that product
+(:mod:`geplug_torch.graph`). ``shutdown()`` (or leaving a ``with`` block, or the end of the
+process) closes the system: after it every dump and profiling file is complete.
+"""
+
+from __future__ import annotations
+
+import atexit
+import weakref
+from typing import Any
+
+from geplug_torch._torch import require_torch
+
+__all__ = ["TorchBackend", "backend"]
+
+
+class TorchBackend:
+    """A torch.compile backend bound to one simulated product and configuration.
+
+    Attributes: ``system`` (the geplug :class:`~geplug.runtime.system.System`),
+    ``runtime`` (its :class:`~geplug_torch.runtime.TorchRuntime`), ``models`` (one
+    :class:`~geplug_torch.model.TrainingModel` per dynamo graph).
+    """
+
+    def __init__(self, product: Any = None, config: Any = None, *, manager: Any = None,
+                 env: Any = None) -> None:
+        require_torch("geplug_torch.backend()")
+        import geplug
+        from geplug.config.parse import parse_source
+        from geplug_torch.config import to_session_config
+
+        source = to_session_config(config)
+        self.system = geplug.initialize_system(product, source, backend="torch",
+                                               manager=manager, env=env)
+        self.runtime = self.system.runtime
+        self.runtime.user_config = parse_source(source)[0]
+        self._graph_breaks_at_start = _graph_break_count()
+        ref = weakref.ref(self)
+        atexit.register(_shutdown_ref, ref)
+
+    @property
+    def models(self) -> list[Any]:
+        """The compiled models (one per dynamo graph), in compile order."""
+        return list(self.runtime.models)
+
+    @property
+    def graph_breaks(self) -> int:
+        """Graph breaks torch.compile reported since this backend was made (dynamo's
+        ``graph_break`` counter: each break splits a function into more graphs)."""
+        return _graph_break_count() - self._graph_breaks_at_start
+
+    def report(self) -> dict[str, Any]:
+        """What was compiled: graphs, graph breaks, ops per phase, lowered ops, decisions."""
+        graphs = []
+        for m in self.runtime.models:
+            graphs.append({
+                "model": m.name, "model_id": m.model_id,
+                "phases": {p: {"ops": len(g.ops), "lowered": g.lowered}
+                           for p, g in m.graphs.items()},
+                "simulated_time_us": round(m.simulated_time_us, 3),
+            })
+        return {"product": self.system.product.name, "graphs": graphs,
+                "graph_breaks": self.graph_breaks, "iteration": self.runtime.iteration}
+
+    def decisions(self) -> list[Any]:
+        """Every op's :class:`~geplug.precision.OpDecision`, forward before backward."""
+        return [op.decision for m in self.runtime.models
+                for phase in ("inference", "forward", "backward") if phase in m.graphs
+                for op in m.graphs[phase].ops]
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Any:
+        """torch.compile's backend protocol: compile one dynamo graph (AOTAutograd)."""
+        from torch._dynamo.backends.common import aot_autograd
+
+        from geplug_torch.model import TrainingModel
+
+        self.system._check_open()
+        model = TrainingModel(self.runtime)
+        compiler = aot_autograd(fw_compiler=model.forward_compiler,
+                                bw_compiler=model.backward_compiler,
+                                inference_compiler=model.inference_compiler)
+        return compiler(gm, example_inputs)
+
+    def shutdown(self) -> None:
+        """Close the system (idempotent): every writer flushes and closes its files."""
+        self.system.shutdown()
+
+    def __enter__(self) -> TorchBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        return f"<geplug_torch backend {self.system.product.name} {self.system!r}>"
+
+
+def _graph_break_count() -> int:
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:  # pragma: no cover - every torch with torch.compile has it
+        return 0
+    return int(sum(counters["graph_break"].values()))
+
+
+def _shutdown_ref(ref: Any) -> None:
+    obj = ref()
+    if obj is not None and not obj.system.closed:
+        obj.system.shutdown()
+
+
+def backend(product: Any = None, config: Any = None, **kwargs: Any) -> TorchBackend:
+    """A torch.compile backend for ``product`` under ``config`` (see
+    :mod:`geplug_torch.config` for the accepted forms; ``manager=`` / ``env=`` as
+    :func:`geplug.initialize_system`)."""
+    return TorchBackend(product, config, **kwargs)

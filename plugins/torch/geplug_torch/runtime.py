@@ -1,0 +1,182 @@
+"""The torch backend's runtime: what ``geplug_init_system`` returns for ``backend="torch"``.
+
+It owns the training state of one system (the iteration counter, the shared device clock),
+compiles the graphs ``torch.compile`` hands to :func:`geplug_torch.backend` and emits the
+events of each run (:mod:`geplug_torch.emit`) to the system's writers and, while a
+:mod:`geplug_torch.profiler` is recording, to the profiler's own system.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from geplug.events import GraphEvent, RunInfo, StepEvent
+
+if TYPE_CHECKING:
+    from geplug.runtime.system import System
+    from geplug_torch.model import TrainingModel
+
+__all__ = ["TorchRuntime"]
+
+
+class TorchRuntime:
+    """Training state and compiled models of one system (see the module docstring)."""
+
+    def __init__(self, system: System) -> None:
+        from geplug_torch._torch import require_torch
+        from geplug_torch.steps import install_optimizer_hook
+
+        require_torch("the geplug torch backend")
+        self.system = system
+        self.models: list[TrainingModel] = []
+        self.iteration = 0
+        """The current training iteration (0-based; dump_step counts these)."""
+        self.saw_training_step = False
+        """An optimizer or profiler step was seen (inference calls stop advancing steps)."""
+        self.user_config: Any = None
+        """The SessionConfig as the user gave it (a profiler's system starts from it)."""
+        self.clock_us = 0.0
+        self.base_us = int(time.time() * 1e6)
+        self._open: dict[int, int] = {}
+        """model id -> the iteration whose StepEvent begin was emitted."""
+        self._lock = threading.RLock()
+        self._advanced_since_profiler_step = False
+        install_optimizer_hook(self)
+
+    # -- compile ---------------------------------------------------------------------------
+
+    def compile(self, model: Any, *, name: str = "", **options: Any) -> Any:
+        """A torch.compile backend callable for ``model`` is made by
+        :func:`geplug_torch.backend`; compiling other models is refused clearly."""
+        from geplug.errors import CompileError
+
+        raise CompileError(
+            f"the torch backend compiles torch.compile graphs, not {type(model).__name__} "
+            "objects: use torch.compile(model, backend=geplug_torch.backend(product=..., "
+            "config=...)); ONNX models are compiled by the simulator backend", node=name)
+
+    def add_model(self, model: TrainingModel) -> None:
+        """Register a compiled model (its ops are validated by the profiling writers when
+        its graphs are complete)."""
+        with self._lock:
+            self.models.append(model)
+
+    def announce(self, model: TrainingModel) -> None:
+        """Emit the GraphEvent of ``model`` (forward and backward ops) to every profiler."""
+        for system in self.profile_systems():
+            system.emit_profile(GraphEvent(run=self.run_info(model, -1, system),
+                                           ops=model.records()))
+
+    # -- events ----------------------------------------------------------------------------
+
+    @property
+    def profilers(self) -> list[Any]:
+        """The recording :class:`geplug_torch.profiler.profile` objects."""
+        from geplug_torch.steps import active_profilers
+
+        return [p for p in active_profilers() if p.recording]
+
+    def profile_systems(self) -> list[System]:
+        """The systems profiling events go to: this one when its config turns profiling on,
+        and every active profiler's."""
+        targets = [self.system] if self.system.profiling_enabled else []
+        for prof in self.profilers:
+            sub = prof.system_for(self)
+            if sub is not None:
+                targets.append(sub)
+        return targets
+
+    def run_info(self, model: TrainingModel, step: int, system: System | None = None) -> RunInfo:
+        """The RunInfo of ``model`` at ``step`` for events to ``system`` (default: own)."""
+        return RunInfo(system=system or self.system, model_name=model.name,
+                       model_id=model.model_id, step=step, device_id=self.system.device_id,
+                       dynamic_shape=model.dynamic_shape, time_base_us=self.base_us)
+
+    def now(self) -> float:
+        """The simulated device clock, µs after ``base_us``.
+
+        It advances only by simulated time (op durations, the gradient refresh): the host's
+        own speed - the CPU running the kernels - never shows in device times, so an
+        iteration's time is its forward, backward and refresh on the product.
+        """
+        return self.clock_us
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def begin(self, model: TrainingModel, phase: str) -> int:
+        """The iteration a run of ``model``'s ``phase`` graph belongs to (opening its step)."""
+        with self._lock:
+            if phase in ("forward", "inference") and model.backward_done_in == self.iteration:
+                self._advance()  # a forward after this iteration's backward: a new iteration
+            step = self.iteration
+            if self._open.get(model.model_id) != step:
+                self._open[model.model_id] = step
+                t = self.now()
+                for prof in self.profilers:
+                    prof.record_step(self, model, step, "begin", t)
+                for system in self.profile_systems():
+                    system.emit_profile(StepEvent(run=self.run_info(model, step, system),
+                                                  phase="begin", time_us=t))
+            return step
+
+    def finish(self, model: TrainingModel, phase: str, step: int) -> None:
+        """After a run: an inference call is a step of its own until training steps appear."""
+        with self._lock:
+            if phase == "backward":
+                model.backward_done_in = step
+            elif phase == "inference" and not self.saw_training_step:
+                self._advance()
+
+    def optimizer_step(self, optimizer: Any) -> None:
+        """``optimizer.step()`` ran: the gradient refresh ends the iteration."""
+        with self._lock:
+            if not self._open:
+                return
+            self.saw_training_step = True
+            self.clock_us = self.now() + self._refresh_us(optimizer)
+            self._advance()
+            self._advanced_since_profiler_step = True
+
+    def profiler_step(self) -> None:
+        """The profiler's ``step()``: ends the iteration unless optimizer.step() already did."""
+        with self._lock:
+            self.saw_training_step = True
+            if not self._advanced_since_profiler_step and self._open:
+                self._advance()
+            self._advanced_since_profiler_step = False
+
+    def close_open_steps(self) -> None:
+        """End the open steps now (a profiler stops mid-iteration)."""
+        with self._lock:
+            if self._open:
+                self._advance()
+
+    def _advance(self) -> None:
+        t = self.now()
+        for model in self.models:
+            step = self._open.pop(model.model_id, None)
+            if step is None:
+                continue
+            for prof in self.profilers:
+                prof.record_step(self, model, step, "end", t)
+            for system in self.profile_systems():
+                system.emit_profile(StepEvent(run=self.run_info(model, step, system),
+                                              phase="end", time_us=t))
+        self.iteration += 1
+
+    def _refresh_us(self, optimizer: Any) -> float:
+        """Modelled device time of the optimizer's update (one fused vector op per tensor:
+        parameter, gradient and two moments read, parameter and moments written)."""
+        from geplug_torch.cost import refresh_time_us
+
+        return refresh_time_us(self.system.product, optimizer)
+
+    def close(self) -> None:
+        """End the open step (the last iteration's events are complete)."""
+        with self._lock:
+            if self._open:
+                self._advance()
+            for model in self.models:
+                model.close()

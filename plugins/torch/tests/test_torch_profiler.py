@@ -1,0 +1,155 @@
+"""geplug_torch.profiler: torch_npu's signature, its *_ascend_pt layout, readable by geplug."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import geplug_torch  # noqa: E402
+from geplug_torch import profiler as P  # noqa: E402
+from torch_helpers import GPT, train  # noqa: E402
+
+from geplug.cli.main import main  # noqa: E402
+from geplug.errors import ProfilingError  # noqa: E402
+from geplug.profiling.reader import find_prof_dirs, output_file  # noqa: E402
+
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
+
+FILES = ("trace_view.json", "kernel_details.csv", "operator_details.csv", "op_statistic.csv",
+         "step_trace_time.csv", "api_statistic.csv", "ascend_pytorch_profiler_0.db")
+
+
+def _rows(path):
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    out = tmp_path_factory.mktemp("prof")
+    be = geplug_torch.backend(product="atlas_a2",
+                              config={"precision_mode": "must_keep_origin_dtype"})
+    compiled = torch.compile(GPT(layers=1), backend=be)
+    exp = P._ExperimentalConfig(profiler_level=P.ProfilerLevel.Level1,
+                                export_type=[P.ExportType.Text, P.ExportType.Db])
+    with P.profile(activities=[P.ProfilerActivity.CPU, P.ProfilerActivity.NPU],
+                   schedule=P.schedule(wait=1, warmup=0, active=2, repeat=1),
+                   on_trace_ready=P.tensorboard_trace_handler(str(out), "worker0"),
+                   record_shapes=True, experimental_config=exp) as prof:
+        train(compiled, 5, prof=prof)
+    be.shutdown()
+    (root,) = prof.outputs
+    return root, be
+
+
+def test_ascend_pt_directory_has_every_file(collected):
+    root, _ = collected
+    name = os.path.basename(root)
+    assert name.startswith("worker0_") and name.endswith("_ascend_pt")
+    assert len(name.split("_")[1]) == 17
+    assert os.path.isfile(os.path.join(root, "profiler_info_0.json"))
+    assert os.path.isfile(os.path.join(root, "profiler_metadata.json"))
+    for f in FILES:
+        assert os.path.isfile(os.path.join(root, "ASCEND_PROFILER_OUTPUT", f)), f
+    (prof_dir,) = find_prof_dirs(root)
+    assert os.path.isdir(os.path.join(prof_dir, "mindstudio_profiler_output"))
+
+
+def test_kernel_details_cover_only_the_active_steps(collected):
+    root, be = collected
+    rows = _rows(os.path.join(root, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv"))
+    (model,) = be.models
+    per_step = sum(len(g.ops) for g in model.graphs.values())
+    assert {r["Step Id"] for r in rows} == {"1", "2"}
+    assert len(rows) == 2 * per_step
+    assert {"Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)"} <= set(rows[0])
+    assert not any(r["Input Data Types"].startswith("DT_") for r in rows)
+
+
+def test_geplug_profile_summary_reads_the_directory(collected, capsys):
+    root, _ = collected
+    assert main(["profile", "summary", root, "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["product"] == "atlas_a2"
+
+
+def test_training_trace_shows_fp_and_bp(collected):
+    root, be = collected
+    (prof_dir,) = find_prof_dirs(root)
+    rows = _rows(output_file(prof_dir, "step_trace"))
+    assert [r["Iteration ID"] for r in rows] == ["2", "3"]
+    kernels = _rows(os.path.join(root, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv"))
+    (model,) = be.models
+    first_fw = model.graphs["forward"].ops[0].record.name
+    last_bw = model.graphs["backward"].ops[-1].record.name
+    for row in rows:
+        step = str(int(row["Iteration ID"]) - 1)
+        mine = [k for k in kernels if k["Step Id"] == step]
+        fp = next(k for k in mine if k["Name"] == first_fw)
+        bp = next(k for k in mine if k["Name"] == last_bw)
+        assert float(row["FP Start(us)"]) == pytest.approx(float(fp["Start Time(us)"]))
+        assert float(row["BP End(us)"]) == pytest.approx(
+            float(bp["Start Time(us)"]) + float(bp["Duration(us)"]), abs=1e-3)
+        assert float(row["Iteration Refresh(us)"]) > 0  # the optimizer's update
+
+
+def test_trace_view_has_torch_ops_kernels_and_their_flows(collected):
+    root, _ = collected
+    with open(os.path.join(root, "ASCEND_PROFILER_OUTPUT", "trace_view.json")) as fh:
+        events = json.load(fh)
+    assert isinstance(events, list)
+    procs = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert {"Python", "Ascend Hardware", "CANN", "Overlap Analysis"} <= procs
+    cpu = [e for e in events if e.get("cat") == "cpu_op"]
+    assert any(e["name"] == "aten::mm" for e in cpu)
+    assert any(e["name"].startswith("ProfilerStep#") for e in cpu)
+    starts = {e["id"] for e in events if e.get("ph") == "s" and e["cat"] == "async_npu"}
+    ends = {e["id"] for e in events if e.get("ph") == "f" and e["cat"] == "async_npu"}
+    assert starts and starts == ends
+
+
+def test_step_trace_time_computing_is_the_kernel_time(collected):
+    root, _ = collected
+    out = os.path.join(root, "ASCEND_PROFILER_OUTPUT")
+    steps = _rows(os.path.join(out, "step_trace_time.csv"))
+    kernels = _rows(os.path.join(out, "kernel_details.csv"))
+    for row in steps:
+        busy = sum(float(k["Duration(us)"]) for k in kernels if k["Step Id"] == row["Step"])
+        assert float(row["Computing"]) == pytest.approx(busy, abs=1e-2)
+
+
+def test_database_export_holds_the_kernel_rows(collected):
+    root, _ = collected
+    out = os.path.join(root, "ASCEND_PROFILER_OUTPUT")
+    con = sqlite3.connect(os.path.join(out, "ascend_pytorch_profiler_0.db"))
+    (n,) = con.execute('SELECT COUNT(*) FROM "KERNEL_DETAILS"').fetchone()
+    con.close()
+    assert n == len(_rows(os.path.join(out, "kernel_details.csv")))
+
+
+def test_invalid_experimental_config_values_are_refused():
+    with pytest.raises(ProfilingError, match="aic_metrics"):
+        P._ExperimentalConfig(aic_metrics="PipeUtilisation")
+    with pytest.raises(ProfilingError, match="profiler_level"):
+        P._ExperimentalConfig(profiler_level=3)
+
+
+def test_schedule_rejects_a_window_without_active_steps():
+    with pytest.raises(ProfilingError, match="active"):
+        P.schedule(wait=1, active=0)
+
+
+def test_schedule_follows_torch_npu_wait_warmup_active_repeat():
+    s = P.schedule(wait=1, warmup=1, active=2, repeat=1, skip_first=1)
+    actions = [s(i) for i in range(7)]
+    A = P.ProfilerAction
+    assert actions == [A.NONE, A.NONE, A.WARMUP, A.RECORD, A.RECORD_AND_SAVE, A.NONE, A.NONE]
