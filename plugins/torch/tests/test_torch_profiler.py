@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import sqlite3
+from decimal import Decimal
 
 import pytest
 
@@ -97,8 +98,9 @@ def test_training_trace_shows_fp_and_bp(collected):
         fp = next(k for k in mine if k["Name"] == first_fw)
         bp = next(k for k in mine if k["Name"] == last_bw)
         assert float(row["FP Start(us)"]) == pytest.approx(float(fp["Start Time(us)"]))
-        assert float(row["BP End(us)"]) == pytest.approx(
-            float(bp["Start Time(us)"]) + float(bp["Duration(us)"]), abs=1e-3)
+        # exact decimal arithmetic: a float64 sum at ~1.8e15 us only resolves 0.25 us
+        assert Decimal(row["BP End(us)"].strip()) == Decimal(bp["Start Time(us)"].strip()) + \
+            Decimal(bp["Duration(us)"].strip())
         assert float(row["Iteration Refresh(us)"]) > 0  # the optimizer's update
 
 
