@@ -66,9 +66,9 @@ def test_overflow_names_the_op_where_it_starts_with_dump_debug(manager: PluginMa
                                                                tmp_path: Any) -> None:
     result = _run(manager, {"precision_mode": "allow_fp32_to_fp16", "enable_dump_debug": True,
                             "dump_path": str(tmp_path)})
-    assert [o.op_name for o in result.overflows] == ["fc1"]
+    assert [o.op_name for o in result.overflows] == ["fc1relu1"]  # fc1+relu1 run as one fused task (device model)
     assert result.overflows[0].pos_inf + result.overflows[0].neg_inf > 0
-    assert "step 0: overflow at op 'fc1' (MatMulV2)" in str(result.overflows[0])
+    assert "step 0: overflow at op 'fc1relu1' (MatMulV2)" in str(result.overflows[0])
     assert result.nonfinite_outputs == ("y",)
 
 
@@ -130,7 +130,7 @@ def test_run_with_dump_debug_names_the_op_where_it_starts(
     (tmp_path / "d").mkdir()
     out = _cli_run(tmp_path, f'precision_mode = "allow_fp32_to_fp16"\nenable_dump_debug = true\n'
                              f'dump_path = "{tmp_path / "d"}"\n', capsys)
-    assert "non-finite outputs y: the overflow starts at fc1 (MatMulV2)" in out
+    assert "non-finite outputs y: the overflow starts at fc1relu1 (MatMulV2)" in out
 
 
 def test_run_says_its_time_is_device_time(tmp_path: Any,
