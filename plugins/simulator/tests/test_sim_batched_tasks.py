@@ -1,4 +1,5 @@
 import pytest
+
 """One batched StepTasksEvent per step; per-task events only for third-party plugins."""
 
 from __future__ import annotations
