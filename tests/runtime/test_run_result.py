@@ -66,7 +66,7 @@ def test_overflow_names_the_op_where_it_starts_with_dump_debug(manager: PluginMa
                                                                tmp_path: Any) -> None:
     result = _run(manager, {"precision_mode": "allow_fp32_to_fp16", "enable_dump_debug": True,
                             "dump_path": str(tmp_path)})
-    assert [o.op_name for o in result.overflows] == ["fc1relu1"]  # fc1+relu1 run as one fused task (device model)
+    assert [o.op_name for o in result.overflows] == ["fc1relu1"]  # one fused task
     assert result.overflows[0].pos_inf + result.overflows[0].neg_inf > 0
     assert "step 0: overflow at op 'fc1relu1' (MatMulV2)" in str(result.overflows[0])
     assert result.nonfinite_outputs == ("y",)

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.requires_products("atlas_a2")
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.xfail(reason='known regression after integrating the device model (issue 10) with issues 11/13; tracked in the issue notes', strict=False)
+@pytest.mark.xfail(reason="post-merge regression (issues 10/11/13), see notes",
+                   strict=False)
 def test_the_example_job_runs_all_16_ranks_with_exact_collectives(tmp_path, monkeypatch):
     subprocess.run([sys.executable, os.path.join(HERE, "build_job.py"), str(tmp_path)],
                    check=True)

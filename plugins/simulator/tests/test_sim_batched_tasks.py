@@ -1,5 +1,3 @@
-import pytest
-
 """One batched StepTasksEvent per step; per-task events only for third-party plugins."""
 
 from __future__ import annotations
@@ -10,6 +8,7 @@ import os
 import sqlite3
 
 import numpy as np
+import pytest
 from sim_helpers import any_product, make_system, overflow_model
 
 from geplug.events import StepTasksEvent, TaskEvent
@@ -42,7 +41,8 @@ def test_a_third_party_plugin_still_gets_each_task_marked_in_batch(recorder):
         (batch.start_ns + batch.table.offset_ns).tolist()
 
 
-@pytest.mark.xfail(reason='known regression after integrating the device model (issue 10) with issues 11/13; tracked in the issue notes', strict=False)
+@pytest.mark.xfail(reason="post-merge regression (issues 10/11/13), see notes",
+                   strict=False)
 def test_without_third_party_profile_plugins_no_per_task_event_is_built(tmp_path, monkeypatch):
     import geplug
     from geplug.events import expand_tasks
