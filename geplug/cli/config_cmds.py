@@ -269,7 +269,8 @@ def _resolve_cmd(args: argparse.Namespace) -> int:
                 source = f"{source}; defaults for {', '.join(filled)}"
         print(f"  {name} = {value!r}" + (f"  ({source})" if source else ""))
     for name in ("device_id", "dump_root", "profiling_output", "kernel_meta_dir",
-                 "exception_dump_level", "exception_dump_dir", "op_debug_items",
+                 "exception_dump_level", "exception_dump_path", "exception_dump_dir",
+                 "op_debug_items",
                  "impl_default", "impl_by_op_type", "impl_by_node", "mixlist_overrides",
                  "enable_small_channel"):
         value = data[name]

@@ -3,7 +3,16 @@
 Priorities of formats.md §4 and options.md §8, §14: ``ASCEND_DUMP_SCENE`` > ``NPU_COLLECT_PATH``
 (forces level 1) > the ``enable_exception_dump`` option. Roots: scene: ASCEND_DUMP_PATH >
 ASCEND_WORK_PATH > cwd; level 1: NPU_COLLECT_PATH > ASCEND_WORK_PATH > cwd; level 2:
-ASCEND_WORK_PATH > cwd. The directory is ``{root}/extra-info/data-dump/{device_id}``.
+ASCEND_WORK_PATH > cwd. Two directories come out:
+
+- ``path``: the dump data storage path in the seed's words ("dump数据存储路径优先级为：环境变量
+  NPU_COLLECT_PATH > 环境变量ASCEND_WORK_PATH > 默认路径（当前脚本执行路径下的extra-info目录）" for
+  level 1; "...默认路径（指当前脚本执行路径下的extra-info/data-dump/<device_id>目录）" for level 2):
+  the environment directory when one is set, else ``./extra-info`` (level 1) or
+  ``./extra-info/data-dump/<device_id>`` (level 2);
+- ``directory``: where the files land, the real stack's layout under that root
+  (``{root}/extra-info/data-dump/{device_id}``, formats.md §4; msaicerr and the host plog line
+  look there), which is always inside ``path``.
 """
 
 from __future__ import annotations
@@ -21,13 +30,15 @@ DUMP_SCENES = {"aic_err_brief_dump": 2, "aic_err_norm_dump": 1, "aic_err_detail_
 
 @attrs.frozen
 class ExceptionDumpLocation:
-    """The effective level (0 off, 1 normal, 2 lite), the absolute directory (None when off),
-    and the sources of the level and of the root directory (``Source`` strings)."""
+    """The effective level (0 off, 1 normal, 2 lite), the absolute directory of the files
+    (None when off), the sources of the level and of the root directory (``Source`` strings),
+    and the absolute storage path the seed names (None when off; see the module docstring)."""
 
     level: int
     directory: str | None
     level_source: str
     root_source: str
+    path: str | None = None
 
 
 def exception_dump_location(
@@ -53,6 +64,12 @@ def exception_dump_location(
         root, root_src = work_or_cwd
     else:
         return ExceptionDumpLocation(0, None, "", "")
-    directory = os.path.join(os.path.abspath(os.path.join(cwd, root)), "extra-info", "data-dump",
-                             str(int(device_id)))
-    return ExceptionDumpLocation(level, directory, level_src, root_src)
+    base = os.path.abspath(os.path.join(cwd, root))
+    directory = os.path.join(base, "extra-info", "data-dump", str(int(device_id)))
+    if root_src != Source.BUILTIN_DEFAULT:
+        path = base  # the environment variable's directory itself
+    elif level == 1:
+        path = os.path.join(base, "extra-info")  # the seed: ./extra-info
+    else:
+        path = directory  # the seed: ./extra-info/data-dump/<device_id>
+    return ExceptionDumpLocation(level, directory, level_src, root_src, path)

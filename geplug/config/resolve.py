@@ -195,9 +195,10 @@ def resolve(
         sources["enable_exception_dump"] = location.level_source
     exc_level = location.level
     sources["exception_dump_level"] = sources["enable_exception_dump"]
-    exception_dir = location.directory
+    exception_dir, exception_path = location.directory, location.path
     if exception_dir is not None:
         sources["exception_dump_dir"] = location.root_source
+        sources["exception_dump_path"] = location.root_source
 
     # implementation modes (§9)
     imp = product.implmode
@@ -252,6 +253,7 @@ def resolve(
         op_debug_items=items,
         op_debug_list=op_list,
         exception_dump_level=exc_level if exc_level in (0, 1, 2) else 0,
+        exception_dump_path=exception_path,
         exception_dump_dir=exception_dir,
         impl_by_op_type=by_type,
         impl_by_node=by_node,

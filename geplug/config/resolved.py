@@ -60,8 +60,13 @@ class ResolvedConfig:
     """op_debug_list entries (``OpType::X`` or node names); () = every op."""
     exception_dump_level: int = 0
     """0 off, 1 normal (L1), 2 lite (L0) - after NPU_COLLECT_PATH forcing."""
+    exception_dump_path: str | None = None
+    """The exception dump's storage path as the seed states it, absolute, when on: level 1
+    NPU_COLLECT_PATH > ASCEND_WORK_PATH > ``./extra-info``; level 2 ASCEND_WORK_PATH >
+    ``./extra-info/data-dump/<device_id>`` (:mod:`geplug.config.locations`)."""
     exception_dump_dir: str | None = None
-    """The absolute ``{root}/extra-info/data-dump/{device_id}`` directory when on."""
+    """Where the files land when on: the absolute ``{root}/extra-info/data-dump/{device_id}``
+    directory, the real stack's layout inside :attr:`exception_dump_path` (formats.md §4)."""
     impl_by_op_type: Mapping[str, str] = attrs.field(factory=dict)
     """Implementation mode per op type from op_select_implmode/optypelist/op_precision_mode."""
     impl_by_node: Mapping[str, str] = attrs.field(factory=dict)

@@ -93,3 +93,64 @@ def test_resolve_shows_the_defaults_of_unset_profiling_switches(
     assert opts["aic_metrics"] == "PipeUtilization"
     assert main(["resolve", str(cfg), "--product", "atlas_a2"]) == 0
     assert '"task_time": "on"' in capsys.readouterr().out
+
+
+EXC_L1 = ("dump数据存储路径优先级为：环境变量NPU_COLLECT_PATH > 环境变量ASCEND_WORK_PATH > "
+          "默认路径（当前脚本执行路径下的extra-info目录）")
+
+
+@pytest.mark.geplug_requires_products("atlas_a2")
+def test_level_1_exception_dump_defaults_to_extra_info_in_the_cwd(a2: Any) -> None:
+    """Seed 000, enable_exception_dump 1: "dump数据存储路径优先级为：环境变量NPU_COLLECT_PATH >
+    环境变量ASCEND_WORK_PATH > 默认路径（当前脚本执行路径下的extra-info目录）"; the files go into
+    the real stack's layout inside it (formats.md §4)."""
+    from geplug.config import SessionConfig, resolve
+
+    resolved = resolve(SessionConfig(enable_exception_dump=1), a2, env={}, cwd="/c")
+    assert resolved.exception_dump_path == "/c/extra-info"
+    assert resolved.exception_dump_dir == "/c/extra-info/data-dump/0"
+    assert resolved.source("exception_dump_path") == "built-in default"
+
+
+@pytest.mark.geplug_requires_products("atlas_a2")
+@pytest.mark.parametrize(("env", "path"), [
+    ({"NPU_COLLECT_PATH": "/n", "ASCEND_WORK_PATH": "/w"}, "/n"),
+    ({"ASCEND_WORK_PATH": "/w"}, "/w"),
+])
+def test_level_1_exception_dump_path_follows_the_seeds_priority(
+        a2: Any, env: dict[str, str], path: str) -> None:
+    """Seed 000: NPU_COLLECT_PATH > ASCEND_WORK_PATH > ./extra-info (the sentence above)."""
+    from geplug.config import SessionConfig, resolve
+
+    resolved = resolve(SessionConfig(enable_exception_dump=1), a2, env=env, cwd="/c")
+    assert resolved.exception_dump_path == path
+    assert resolved.exception_dump_dir.startswith(path + "/")
+
+
+@pytest.mark.geplug_requires_products("atlas_a2")
+def test_level_2_exception_dump_defaults_to_the_device_directory(a2: Any) -> None:
+    """Seed 000, enable_exception_dump 2: "dump数据存储路径优先级为：环境变量ASCEND_WORK_PATH >
+    默认路径（指当前脚本执行路径下的extra-info/data-dump/<device_id>目录）"."""
+    from geplug.config import SessionConfig, resolve
+
+    resolved = resolve(SessionConfig(enable_exception_dump=2), a2,
+                       env={"ASCEND_DEVICE_ID": "3"}, cwd="/c")
+    assert resolved.exception_dump_path == resolved.exception_dump_dir == \
+        "/c/extra-info/data-dump/3"
+
+
+@pytest.mark.geplug_requires_products("atlas_a2")
+def test_resolve_prints_the_seeds_exception_dump_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`geplug resolve` shows the storage path the seed names (``./extra-info`` for level 1)."""
+    from geplug.cli.main import main
+
+    for name in ("NPU_COLLECT_PATH", "ASCEND_WORK_PATH", "ASCEND_DUMP_SCENE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("enable_exception_dump = 1\n")
+    assert main(["resolve", str(cfg), "--product", "atlas_a2"]) == 0
+    out = capsys.readouterr().out
+    assert f"exception_dump_path = {str(tmp_path / 'extra-info')!r}" in out
