@@ -20,8 +20,6 @@ pytestmark = pytest.mark.requires_products("atlas_a2")
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.xfail(reason="post-merge regression (issues 10/11/13), see notes",
-                   strict=False)
 def test_the_example_job_runs_all_16_ranks_with_exact_collectives(tmp_path, monkeypatch):
     subprocess.run([sys.executable, os.path.join(HERE, "build_job.py"), str(tmp_path)],
                    check=True)

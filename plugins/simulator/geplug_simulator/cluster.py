@@ -44,6 +44,7 @@ from geplug_simulator.collective import (
     Collective,
     SplitModel,
     output_feeds,
+    plan_positions,
     run_collective,
     split_model,
 )
@@ -135,6 +136,13 @@ def _comm_record(system: Any, c: Collective, dtype: str) -> OpRecord:
                     task_type="COMMUNICATION", collective=True)
 
 
+def task_positions(split: SplitModel, compiled: Any) -> dict[str, int]:
+    """Each collective's place among ``compiled``'s ops (after folding and fusion)."""
+    tasks = {t.name: t for t in compiled.device.tasks}
+    return plan_positions(split, [tasks[op.name].task.members if op.name in tasks else (op.name,)
+                                  for op in compiled.ops])
+
+
 def _absent_error(topo: Topology, faults: Faults, settings: HcclSettings, c: Collective
                   ) -> HcclError:
     absent = sorted(faults.absent_ranks)
@@ -209,6 +217,8 @@ class ClusterJob:
             self.close()
             raise
         self.split: SplitModel | None = None
+        self.positions: dict[str, int] = {}
+        """Each collective's place among the compiled ops (:func:`task_positions`)."""
         self._costs: dict[tuple[str, float], CollectiveCost] = {}
         self._base_us: int | None = None
 
@@ -227,13 +237,16 @@ class ClusterJob:
             rank.compiled = rank.system.compile(split.model,
                                                 name=name or proto.graph.name or stem)
         self.split = split
+        self.positions = task_positions(split, self.ranks[0].compiled) if self.ranks else {}
+        order = list(reversed(sorted(split.collectives, key=lambda x: self.positions[x.name])))
         for rank in self.ranks:
             system = rank.system
             if system.profiling_enabled:
                 c = rank.compiled
                 records = list(c.ops)
-                for coll in reversed(split.collectives):
-                    records.insert(coll.position, _comm_record(system, coll, "float32"))
+                for coll in order:
+                    records.insert(self.positions[coll.name],
+                                   _comm_record(system, coll, "float32"))
                 system.emit_profile(GraphEvent(
                     run=RunInfo(system=system, model_name=c.name, model_id=c.model_id,
                                 step=-1, device_id=system.device_id), ops=records))
@@ -357,7 +370,7 @@ class ClusterJob:
                                                            feeds[r])
         by_pos: dict[int, list[Collective]] = {}
         for coll in split.collectives:
-            by_pos.setdefault(coll.position, []).append(coll)
+            by_pos.setdefault(self.positions[coll.name], []).append(coll)
         records: dict[str, list[OpRecord]] = {}
         count = len(plans[0]) if plans else 0
         for i in range(count + 1):
@@ -449,6 +462,7 @@ def run_analytic(topo: Topology, open_rank: OpenSystem, model: Any, *, steps: in
     try:
         compiled = first.compile(split.model, name=proto.graph.name or "")
         ops = list(compiled.ops)
+        positions = task_positions(split, compiled)
         durations = np.array([compiled.costs[o.name].duration_us for o in ops])
         types = compiled.types
         in_bytes = {}
@@ -468,7 +482,7 @@ def run_analytic(topo: Topology, open_rank: OpenSystem, model: Any, *, steps: in
         # the per-rank schedule of one step: (op index or collective, start per rank, ...)
         by_pos: dict[int, list[Collective]] = {}
         for coll in split.collectives:
-            by_pos.setdefault(coll.position, []).append(coll)
+            by_pos.setdefault(positions[coll.name], []).append(coll)
         coll_times: list[tuple[Collective, np.ndarray, float]] = []
         clock = np.zeros(n)
         op_start_rows: list[np.ndarray] = []
@@ -490,8 +504,8 @@ def run_analytic(topo: Topology, open_rank: OpenSystem, model: Any, *, steps: in
         for r in range(n):
             system = first if r == 0 else open_rank(rank_env(topo, r, base_env, rank_table))
             try:
-                _emit_rank(system, r, n, compiled, ops, plans, split, costs, coll_times,
-                           op_start_rows, durations, factors[r], steps, base, period)
+                _emit_rank(system, r, n, compiled, ops, plans, split, positions, costs,
+                           coll_times, op_start_rows, durations, factors[r], steps, base, period)
             finally:
                 if r != 0:
                     system.shutdown()
@@ -507,7 +521,8 @@ def run_analytic(topo: Topology, open_rank: OpenSystem, model: Any, *, steps: in
 
 
 def _emit_rank(system: Any, r: int, n: int, compiled: Any, ops: Sequence[OpRecord],
-               plans: Sequence[OpPlan], split: SplitModel, costs: Mapping[str, CollectiveCost],
+               plans: Sequence[OpPlan], split: SplitModel, positions: Mapping[str, int],
+               costs: Mapping[str, CollectiveCost],
                coll_times: Sequence[tuple[Collective, np.ndarray, float]],
                op_start_rows: Sequence[np.ndarray], durations: np.ndarray, factor: float,
                steps: int, base: int, period: float) -> None:
@@ -518,12 +533,12 @@ def _emit_rank(system: Any, r: int, n: int, compiled: Any, ops: Sequence[OpRecor
                    device_id=system.device_id, time_base_us=base)
     recs = {c.name: _comm_record(system, c, "float32") for c in split.collectives}
     graph_ops = list(ops)
-    for coll in reversed(split.collectives):
-        graph_ops.insert(coll.position, recs[coll.name])
+    for coll in reversed(sorted(split.collectives, key=lambda x: positions[x.name])):
+        graph_ops.insert(positions[coll.name], recs[coll.name])
     system.emit_profile(GraphEvent(run=run0, ops=graph_ops))
     by_pos: dict[int, list[tuple[Collective, np.ndarray, float]]] = {}
     for item in coll_times:
-        by_pos.setdefault(item[0].position, []).append(item)
+        by_pos.setdefault(positions[item[0].name], []).append(item)
     for step in range(steps):
         off = step * period
         run = attrs.evolve(run0, step=step)

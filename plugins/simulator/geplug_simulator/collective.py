@@ -38,8 +38,8 @@ from onnx import helper
 from geplug.errors import CompileError, HcclError
 from geplug.hccl import collectives as cc
 
-__all__ = ["DOMAIN", "Collective", "SplitModel", "is_collective", "run_collective",
-           "split_model"]
+__all__ = ["DOMAIN", "Collective", "SplitModel", "is_collective", "plan_positions",
+           "run_collective", "split_model"]
 
 DOMAIN = "geplug.hccl"
 """The documented domain of geplug's collective nodes."""
@@ -209,6 +209,32 @@ def split_model(model: onnx.ModelProto, world: int) -> SplitModel:
         del cut.opset_import[:]
         cut.opset_import.extend(keep)
     return SplitModel(cut, tuple(found), outputs)
+
+
+def plan_positions(split: SplitModel, members: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Where each collective runs among the compiled model's device tasks.
+
+    ``Collective.position`` counts the split graph's nodes before it; the device model
+    folds, removes and fuses nodes, so its task list is shorter. ``members``: each task's
+    original node names, in task order. A collective runs before the first task holding a
+    node at or after its position, and never before the task producing its input."""
+    index = {n.name: i for i, n in enumerate(split.model.graph.node)}
+    producer = {o: index[n.name] for n in split.model.graph.node for o in n.output}
+    last: list[int] = []
+    for names in members:
+        known = [index[m] for m in names if m in index]
+        last.append(max(known) if known else (last[-1] if last else -1))
+    out: dict[str, int] = {}
+    for c in split.collectives:
+        pos = next((i for i, hi in enumerate(last) if hi >= c.position), len(last))
+        made = producer.get(c.input)
+        if made is not None:
+            holder = [i for i, names in enumerate(members)
+                      if any(index.get(m, -1) == made for m in names)]
+            if holder:
+                pos = max(pos, holder[0] + 1)
+        out[c.name] = pos
+    return out
 
 
 def _types(model: onnx.ModelProto) -> dict[str, tuple[int, list[Any] | None]]:
