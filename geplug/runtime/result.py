@@ -51,20 +51,30 @@ class Overflow:
         return f"step {self.step}: overflow at {where}: {counts}"
 
 
+def _floating_arrays(value: Any) -> list[np.ndarray]:
+    """The floating arrays of one output: a tensor, or each tensor of a sequence output
+    (ONNX ``seq(tensor)``: a list of arrays of different shapes) or optional (``None``)."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _floating_arrays(v)]
+    array = np.asarray(value)
+    return [array] if array.dtype.kind == "f" and array.size else []
+
+
 def nonfinite_outputs(outputs: Mapping[str, Any]) -> tuple[str, ...]:
-    """The names of the floating outputs holding inf or NaN, in output order."""
-    bad = []
-    for name, value in outputs.items():
-        array = np.asarray(value)
-        if array.dtype.kind == "f" and array.size and not np.isfinite(array).all():
-            bad.append(name)
-    return tuple(bad)
+    """The names of the floating outputs holding inf or NaN, in output order (a sequence
+    output counts when any of its tensors does)."""
+    return tuple(name for name, value in outputs.items()
+                 if any(not np.isfinite(a).all() for a in _floating_arrays(value)))
 
 
-def _output_overflow(step: int, name: str, array: Any) -> Overflow:
-    wide = np.asarray(array, dtype=np.float64)
-    return Overflow(step=step, op_name="", output=name, nan=int(np.isnan(wide).sum()),
-                    pos_inf=int(np.isposinf(wide).sum()), neg_inf=int(np.isneginf(wide).sum()))
+def _output_overflow(step: int, name: str, value: Any) -> Overflow:
+    wide = [np.asarray(a, dtype=np.float64) for a in _floating_arrays(value)]
+    return Overflow(step=step, op_name="", output=name,
+                    nan=sum(int(np.isnan(w).sum()) for w in wide),
+                    pos_inf=sum(int(np.isposinf(w).sum()) for w in wide),
+                    neg_inf=sum(int(np.isneginf(w).sum()) for w in wide))
 
 
 class RunResult(dict[str, Any]):

@@ -137,3 +137,11 @@ def test_run_says_its_time_is_device_time(tmp_path: Any,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     out = _cli_run(tmp_path, 'precision_mode = "must_keep_origin_dtype"\n', capsys)
     assert "us per step (device only;" in out and "non-finite" not in out
+
+
+def test_sequence_outputs_of_different_shapes_are_checked_element_by_element() -> None:
+    seq = [np.ones((2, 3), np.float32), np.array([np.inf, 1.0], np.float32)]
+    result = RunResult({"seq": seq, "ok": [np.ones(4, np.float32)], "none": None}, step=3)
+    assert result.nonfinite_outputs == ("seq",)
+    (overflow,) = result.overflows
+    assert (overflow.output, overflow.pos_inf, overflow.nan) == ("seq", 1, 0)

@@ -14,8 +14,6 @@ from geplug_simulator import DEFAULT_PRODUCT
 pytestmark = [pytest.mark.conformance, pytest.mark.geplug_requires_products(DEFAULT_PRODUCT)]
 
 
-@pytest.mark.xfail(reason="post-merge regression (issues 10/11/13), see notes",
-                   strict=False)
 def test_simulator_passes_at_least_as_many_onnx_node_tests_as_onnxruntime():
     import onnxruntime.backend as ort_backend
     from geplug_simulator.backend import SimBackend
