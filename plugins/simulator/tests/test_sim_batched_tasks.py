@@ -8,7 +8,6 @@ import os
 import sqlite3
 
 import numpy as np
-import pytest
 from sim_helpers import any_product, make_system, overflow_model
 
 from geplug.events import StepTasksEvent, TaskEvent
