@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from geplug_simulator.emit import _overflows as overflows_of
 from geplug_simulator.emit import format_of, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
 
@@ -56,15 +57,26 @@ class GraphEmitter:
         self.graph = graph
         self._tasks: list[tuple[tuple[str, Any], ...]] | None = None
         self._prefix = "gradients/" if graph.phase == "backward" else ""
+        self.last_overflows: list[Any] | None = None
 
     def run(self, module: Any, args: list[Any]) -> Any:
-        """One run of the graph (AOTAutograd's boxed calling convention)."""
+        """One training-graph run (AOTAutograd's boxed calling convention): the runtime
+        says which iteration it belongs to."""
+        model, runtime = self.model, self.model.runtime
+        runtime.system._check_open()
+        step = runtime.begin(model, self.graph.phase)
+        out = self.run_step(module, args, step)
+        runtime.finish(model, self.graph.phase, step)
+        return out
+
+    def run_step(self, module: Any, args: list[Any], step: int) -> Any:
+        """Run the graph as step ``step`` and emit its events; ``last_overflows`` then holds
+        the overflows found in its tensors (``None`` when they were not inspected)."""
         from geplug.dump.policy import wants_tensors
 
         model, runtime = self.model, self.model.runtime
         system = runtime.system
         system._check_open()
-        step = runtime.begin(model, self.graph.phase)
         dump = wants_tensors(system.config, step)
         targets = runtime.profile_systems()
         values: dict[str, Any] | None = None
@@ -72,9 +84,11 @@ class GraphEmitter:
             values, out = self._run_exposed(module, args)
         else:
             out = module(*args)
+        self.last_overflows = [] if dump else None
         if dump or targets or runtime.profilers:
             self._emit(step, values, targets)
-        runtime.finish(model, self.graph.phase, step)
+        else:
+            runtime.clock_us = runtime.now() + self.graph.span_us
         model.runs += 1
         return out
 
@@ -105,22 +119,25 @@ class GraphEmitter:
                 run=r, name=f"AscendCL@aclmdlExecute({self.model.name}:{self.graph.phase})",
                 level="acl", start_us=runtime.now(),
                 duration_us=system.product.compute.launch_overhead_us))
-        t = runtime.now()
+        t0 = runtime.now()
         base = runtime.base_us
         starts: list[float] = []
         for index, op in enumerate(self.graph.ops):
+            t = t0 + op.start_us  # the core's stream schedule
             if values is not None:
-                system.emit_dump(DumpEvent(
+                event = DumpEvent(
                     kind="data", run=run, op=op.record,
                     inputs=self._tensors(op, op.inputs, values, inputs=True),
                     outputs=self._tensors(op, op.outputs, values, inputs=False),
-                    timestamp_us=base + int(t)))
+                    timestamp_us=base + int(t))
+                system.emit_dump(event)
+                if self.last_overflows is not None:
+                    self.last_overflows += overflows_of(event, system)
             if tasks is not None:
                 for r in runs:
                     r.system.emit_profile(stamp(tasks[index], r, t))
             starts.append(t)
-            t += op.duration_us
-        runtime.clock_us = t
+        runtime.clock_us = t0 + self.graph.span_us
         for prof in runtime.profilers:
             prof.record_ops(runtime, self.model, self.graph, step, starts)
 
@@ -142,10 +159,7 @@ class GraphEmitter:
 
     def _tensors(self, op: GraphOp, metas: tuple[TensorMeta, ...], values: Mapping[str, Any],
                  *, inputs: bool) -> list[TensorRecord]:
-        if inputs:
-            arrays = [_first(values.get(m.name)) for m in metas]
-        else:
-            arrays = _flat(values.get(op.fx_name))
+        arrays = [_value(values, m.name) for m in metas]
         records: list[TensorRecord] = []
         placeholders = set(self.graph.placeholders)
         for meta, tensor in zip(metas, arrays, strict=False):
@@ -158,6 +172,18 @@ class GraphEmitter:
             name = meta.name if meta.name in placeholders else self._prefix + meta.name
             records.append(TensorRecord(name=name, array=array, dtype=dtype))
         return records
+
+
+def _value(values: Mapping[str, Any], name: str) -> Any:
+    """The tensor named ``name`` in the device graph: an fx node's value, or a position of
+    a multi-output node's tuple (``native_layer_norm:0``)."""
+    node, *path = name.split(":")
+    value = values.get(node)
+    for index in path:
+        if not isinstance(value, (list, tuple)) or int(index) >= len(value):
+            return None
+        value = value[int(index)]
+    return _first(value)
 
 
 def _first(value: Any) -> Any:

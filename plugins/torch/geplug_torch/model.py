@@ -24,8 +24,11 @@ __all__ = ["TrainingModel"]
 class TrainingModel:
     """The compiled graphs of one dynamo graph (see the module docstring)."""
 
-    def __init__(self, runtime: TorchRuntime, *, dynamic_shape: bool = False) -> None:
+    def __init__(self, runtime: TorchRuntime, *, dynamic_shape: bool = False,
+                 parameters: tuple[int, ...] = (), register: bool = True) -> None:
         self.runtime = runtime
+        self.parameters = parameters
+        """Positions of the dynamo graph's inputs that are parameters (``nn.Parameter``)."""
         self.model_id = runtime.system.next_model_id()
         self.name = f"graph_{self.model_id}"
         self.dynamic_shape = dynamic_shape
@@ -33,7 +36,8 @@ class TrainingModel:
         self.backward_done_in = -1
         """The iteration whose backward graph ran last (-1: none yet)."""
         self.runs = 0
-        runtime.add_model(self)
+        if register:  # a static model (geplug_torch.static) has no training steps
+            runtime.add_model(self)
 
     # -- AOTAutograd compilers -------------------------------------------------------------
 
@@ -57,7 +61,8 @@ class TrainingModel:
         from geplug_torch.emit import GraphEmitter
 
         cg = compile_graph(gm, system=self.runtime.system, phase=phase, graph_name=self.name,
-                           name_prefix="gradients/" if phase == "backward" else "")
+                           name_prefix="gradients/" if phase == "backward" else "",
+                           weights=self._weights(gm))
         self.graphs[phase] = cg
         emitter = GraphEmitter(self, cg)
         module = cg.module
@@ -67,6 +72,14 @@ class TrainingModel:
 
         run._boxed_call = True  # type: ignore[attr-defined]
         return run
+
+    def _weights(self, gm: Any) -> list[str]:
+        """The placeholders of ``gm`` that are parameters: AOTAutograd names the dynamo
+        graph's inputs ``primals_1...`` in order (the backward graph keeps the names of the
+        primals it saves; an inference graph names them ``arg0_1...``)."""
+        names = {f"primals_{i + 1}" for i in self.parameters}
+        names |= {f"arg{i}_1" for i in self.parameters}
+        return [n.name for n in gm.graph.nodes if n.op == "placeholder" and n.name in names]
 
     # -- facts -----------------------------------------------------------------------------
 
@@ -78,8 +91,9 @@ class TrainingModel:
 
     @property
     def simulated_time_us(self) -> float:
-        """Modelled device time of one iteration's graphs (ops back to back)."""
-        return float(sum(op.duration_us for g in self.graphs.values() for op in g.ops))
+        """Modelled device time of one iteration's graphs: each graph's span on the core's
+        stream schedule (AI CPU tasks overlap the compute stream where dependencies allow)."""
+        return float(sum(g.span_us for g in self.graphs.values()))
 
     def close(self) -> None:
         """Nothing is held beyond the graphs; kept for symmetry with the simulator."""

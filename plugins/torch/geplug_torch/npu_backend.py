@@ -55,23 +55,31 @@ class TorchBackend:
         return _graph_break_count() - self._graph_breaks_at_start
 
     def report(self) -> dict[str, Any]:
-        """What was compiled: graphs, graph breaks, ops per phase, lowered ops, decisions."""
+        """What was compiled: graphs, graph breaks, and per phase the ops, device tasks,
+        lowered ops, fusions, simulated time and memory plan (the core's device model)."""
         graphs = []
         for m in self.runtime.models:
-            graphs.append({
-                "model": m.name, "model_id": m.model_id,
-                "phases": {p: {"ops": len(g.ops), "lowered": g.lowered}
-                           for p, g in m.graphs.items()},
-                "simulated_time_us": round(m.simulated_time_us, 3),
-            })
+            phases = {}
+            for p, g in m.graphs.items():
+                opt = g.device.graph
+                phases[p] = {
+                    "ops": len(g.decisions), "tasks": len(g.ops), "lowered": g.lowered,
+                    "eliminated": list(opt.eliminated), "folded": list(opt.folded),
+                    "fusions": [{"name": f.name, "pattern": f.pattern,
+                                 "members": list(f.members)} for f in opt.fusions],
+                    "simulated_time_us": round(g.span_us, 3),
+                    "memory": g.device.memory.to_json(),
+                }
+            graphs.append({"model": m.name, "model_id": m.model_id, "phases": phases,
+                           "simulated_time_us": round(m.simulated_time_us, 3)})
         return {"product": self.system.product.name, "graphs": graphs,
                 "graph_breaks": self.graph_breaks, "iteration": self.runtime.iteration}
 
     def decisions(self) -> list[Any]:
-        """Every op's :class:`~geplug.precision.OpDecision`, forward before backward."""
-        return [op.decision for m in self.runtime.models
+        """Every aten op's :class:`~geplug.precision.OpDecision`, forward before backward."""
+        return [d for m in self.runtime.models
                 for phase in ("inference", "forward", "backward") if phase in m.graphs
-                for op in m.graphs[phase].ops]
+                for d in m.graphs[phase].decisions]
 
     def __call__(self, gm: Any, example_inputs: Any) -> Any:
         """torch.compile's backend protocol: compile one dynamo graph (AOTAutograd)."""
@@ -80,7 +88,11 @@ class TorchBackend:
         from geplug_torch.model import TrainingModel
 
         self.system._check_open()
-        model = TrainingModel(self.runtime)
+        import torch
+
+        params = tuple(i for i, x in enumerate(example_inputs)
+                       if isinstance(x, torch.nn.Parameter))
+        model = TrainingModel(self.runtime, parameters=params)
         compiler = aot_autograd(fw_compiler=model.forward_compiler,
                                 bw_compiler=model.backward_compiler,
                                 inference_compiler=model.inference_compiler)

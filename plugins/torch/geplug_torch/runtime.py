@@ -31,6 +31,8 @@ class TorchRuntime:
         require_torch("the geplug torch backend")
         self.system = system
         self.models: list[TrainingModel] = []
+        self.static_models: list[Any] = []
+        """Models compiled through the backend contract (:mod:`geplug_torch.static`)."""
         self.iteration = 0
         """The current training iteration (0-based; dump_step counts these)."""
         self.saw_training_step = False
@@ -47,15 +49,41 @@ class TorchRuntime:
 
     # -- compile ---------------------------------------------------------------------------
 
-    def compile(self, model: Any, *, name: str = "", **options: Any) -> Any:
-        """A torch.compile backend callable for ``model`` is made by
-        :func:`geplug_torch.backend`; compiling other models is refused clearly."""
-        from geplug.errors import CompileError
+    @property
+    def name(self) -> str:
+        """The backend name (the plugin name of :mod:`geplug_torch.hooks`)."""
+        return "torch"
 
-        raise CompileError(
-            f"the torch backend compiles torch.compile graphs, not {type(model).__name__} "
-            "objects: use torch.compile(model, backend=geplug_torch.backend(product=..., "
-            "config=...)); ONNX models are compiled by the simulator backend", node=name)
+    def compile(self, model: Any, *, name: str = "", **options: Any) -> Any:
+        """Compile a :class:`~geplug_torch.static.TorchModel` (a module and its inputs) for
+        the product: the backend contract's path (``geplug.backend``). Training goes through
+        ``torch.compile(model, backend=geplug_torch.backend(...))``."""
+        from geplug.errors import CompileError
+        from geplug_torch.static import StaticModel, TorchModel
+
+        unknown = sorted(set(options) - {"fusion"})
+        if unknown:
+            raise CompileError(f"unknown compile option {unknown[0]!r}; the torch backend "
+                               "accepts name= and fusion=", node="")
+        fusion = options.get("fusion", True)
+        if not isinstance(fusion, bool):
+            raise CompileError(f"compile option fusion={fusion!r}: expected True (the "
+                               "product's fusion patterns) or False (one task per op)", node="")
+        if not isinstance(model, TorchModel):
+            raise CompileError(
+                f"the torch backend compiles geplug_torch.TorchModel(module, inputs=...), not "
+                f"{type(model).__name__} objects: wrap the module with its inputs, or train "
+                "it with torch.compile(model, backend=geplug_torch.backend(product=..., "
+                "config=...)); ONNX models are compiled by the simulator backend", node=name)
+        compiled = StaticModel(self, model, name=name, fusion=fusion)
+        self.static_models.append(compiled)
+        return compiled
+
+    def sample_models(self) -> list[Any]:
+        """Small torch models with inputs (the backend conformance suite, demos)."""
+        from geplug_torch.samples import sample_models
+
+        return sample_models()
 
     def add_model(self, model: TrainingModel) -> None:
         """Register a compiled model (its ops are validated by the profiling writers when
@@ -180,3 +208,6 @@ class TorchRuntime:
                 self._advance()
             for model in self.models:
                 model.close()
+            for static in self.static_models:
+                static.close()
+            self.static_models.clear()

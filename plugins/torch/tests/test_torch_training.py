@@ -84,11 +84,64 @@ def test_graph_breaks_are_counted_and_reported(a2_backend):
     assert len(report["graphs"]) == 2
 
 
-def test_simulated_times_come_from_the_products_compute_model(a2_backend):
+def test_graph_time_is_the_core_schedules_span(a2_backend):
     compiled = torch.compile(GPT(layers=1), backend=a2_backend)
     train(compiled, 1)
     (model,) = a2_backend.models
-    launch = a2_backend.system.product.compute.launch_overhead_us
-    ops = [op for g in model.graphs.values() for op in g.ops]
-    assert all(op.duration_us >= launch for op in ops)
-    assert model.simulated_time_us == pytest.approx(sum(op.duration_us for op in ops))
+    overhead = a2_backend.system.product.compute.task_overhead_us["graph"]
+    for graph in model.graphs.values():
+        assert all(op.duration_us >= overhead for op in graph.ops)
+        last = max(op.start_us + op.duration_us for op in graph.ops)
+        assert graph.span_us == pytest.approx(last - min(op.start_us for op in graph.ops))
+    assert model.simulated_time_us == pytest.approx(sum(g.span_us for g in model.graphs.values()))
+
+
+def test_a_matmul_is_timed_by_the_core_cost_of_its_own_shapes(a2_backend):
+    from geplug.device import Graph, Node, Tensor, node_work, task_cost
+
+    class Proj(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(256, 512))
+
+        def forward(self, x):
+            return (x.view(-1, 256) @ self.w).sum()
+
+    compiled = torch.compile(Proj(), backend=a2_backend)
+    compiled(torch.randn(8, 16, 256)).backward()
+    (model,) = a2_backend.models
+    (mm,) = [op for op in model.graphs["forward"].ops if op.record.op_type == "MatMulV2"]
+    product = a2_backend.system.product
+    tensors = {"a": Tensor(name="a", dtype="float32", shape=(128, 256)),
+               "b": Tensor(name="b", dtype="float32", shape=(256, 512)),
+               "y": Tensor(name="y", dtype="float32", shape=(128, 512))}
+    node = Node(name="mm", op_type="MatMulV2", inputs=("a", "b"), outputs=("y",))
+    graph = Graph(name="g", nodes=(node,), tensors=tensors)
+    want = task_cost([node], [node_work(node, graph, "matrix")], ["float32"],
+                     engine="AI_CORE", bytes_moved=4 * (128 * 256 + 256 * 512 + 128 * 512),
+                     product=product)
+    assert mm.flops == want.flops == 2 * 128 * 256 * 512
+    assert mm.duration_us == pytest.approx(want.duration_us, abs=1e-3)
+
+
+def test_matmul_bias_activation_is_fused_by_the_products_patterns(a2_backend):
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    compiled = torch.compile(model, backend=a2_backend)
+    compiled(torch.randn(4, 32)).sum().backward()
+    report = a2_backend.report()
+    forward = report["graphs"][0]["phases"]["forward"]
+    assert "matmul_bias_act" in a2_backend.system.product.graph.fusion
+    fused = [f for f in forward["fusions"] if f["pattern"] == "matmul_bias_act"]
+    assert fused and forward["tasks"] < forward["ops"]
+    names = {op.record.name for op in a2_backend.models[0].graphs["forward"].ops}
+    assert fused[0]["name"] in names  # the task is named as FE names a fused op
+
+
+def test_the_report_carries_the_core_memory_plan(a2_backend):
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    compiled = torch.compile(model, backend=a2_backend)
+    compiled(torch.randn(4, 64)).sum().backward()
+    memory = a2_backend.report()["graphs"][0]["phases"]["forward"]["memory"]
+    params = sum(p.numel() * 4 for p in model.parameters())
+    assert memory["weights_bytes"] >= params  # parameters are resident on the device
+    assert memory["capacity_bytes"] > memory["total_bytes"] > 0

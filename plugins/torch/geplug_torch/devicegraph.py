@@ -1,0 +1,215 @@
+"""The torch side of the device model: an aten fx graph as a :class:`geplug.device.Graph`.
+
+Each fx node that computes becomes a device-graph node with its Ascend op type
+(:mod:`geplug_torch.opmap`); each aten view (``view``, ``t``, ``expand``, ...) becomes a node
+of a view op type, so the core's :func:`geplug.device.optimize` aliases its output to its
+input's memory (no task) while the consumer keeps the view's own shape for its cost; a
+``getitem`` of a multi-output op only names one of that op's outputs (``native_layer_norm:0``).
+
+Tensor kinds follow torch_npu's training graphs: every graph input (a primal, a saved
+activation, a tangent) is already on the device when the graph is launched - there is no
+host copy inside a compiled step - and parameters are device-resident variables, not
+compile-time constants (nothing is folded over them; they count as resident memory).
+``get_attr`` tensors the graph itself holds are constants and may be folded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from geplug.device import Graph, Node, Tensor
+from geplug.products.schema import GraphCaps
+from geplug_torch.opmap import ascend_op_type, aten_name, is_view
+
+__all__ = ["VIEW_OP_TYPE", "FxGraph", "TensorMeta", "fx_device_graph", "view_caps"]
+
+VIEW_OP_TYPE = "Reshape"
+"""The op type a torch view gets in the device graph: GE's metadata-only relabel."""
+
+_DTYPE_NAMES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32",
+                "float64": "float64", "int64": "int64", "int32": "int32", "int16": "int16",
+                "int8": "int8", "uint8": "uint8", "bool": "bool"}
+
+
+@attrs.frozen
+class TensorMeta:
+    """A tensor an op reads or writes: its device-graph name, shape and dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@attrs.frozen(kw_only=True)
+class FxGraph:
+    """An fx graph translated: the device graph and what maps it back to fx nodes."""
+
+    graph: Graph
+    fx_nodes: dict[str, Any] = attrs.field(repr=False)
+    """Device-graph node name -> fx node (computing nodes only)."""
+    metas: dict[str, TensorMeta] = attrs.field(repr=False)
+    """Device-graph tensor name -> its meta."""
+    placeholders: tuple[str, ...]
+    weights: frozenset[str]
+    """Placeholders that are parameters (device-resident variables)."""
+
+
+def dtype_name(dtype: Any) -> str:
+    """``torch.float32`` -> ``float32`` (the names the products' operator tables use)."""
+    text = str(dtype).replace("torch.", "")
+    return _DTYPE_NAMES.get(text, text)
+
+
+def _shape(t: Any) -> tuple[int, ...]:
+    try:
+        return tuple(int(d) for d in t.shape)
+    except (TypeError, ValueError):  # symbolic sizes: count them as 1 (dynamic shape)
+        return tuple(1 for _ in t.shape)
+
+
+def _leaves(val: Any, path: str) -> list[tuple[str, Any]]:
+    """(name, tensor) of every tensor in an fx ``meta['val']``: ``path`` for a tensor,
+    ``path:i`` (recursively) for the positions of a tuple or list."""
+    import torch
+
+    if isinstance(val, torch.Tensor):
+        return [(path, val)]
+    if isinstance(val, (list, tuple)):
+        return [leaf for i, v in enumerate(val) for leaf in _leaves(v, f"{path}:{i}")]
+    return []
+
+
+def view_caps(caps: GraphCaps) -> GraphCaps:
+    """``caps`` with :data:`VIEW_OP_TYPE` among the view op types: an aten view is a view
+    on every product (it changes metadata only), whatever its declaration lists."""
+    if VIEW_OP_TYPE in caps.view_op_types:
+        return caps
+    return attrs.evolve(caps, view_op_types=(*caps.view_op_types, VIEW_OP_TYPE))
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.ref: dict[str, str] = {}
+        """fx node -> its tensor name in the device graph (a path for ``getitem``)."""
+        self.tensors: dict[str, Tensor] = {}
+        self.metas: dict[str, TensorMeta] = {}
+        self.nodes: list[Node] = []
+        self.fx_nodes: dict[str, Any] = {}
+        self.placeholders: list[str] = []
+
+    def add_tensor(self, name: str, t: Any, kind: Any) -> None:
+        meta = TensorMeta(name, _shape(t), dtype_name(t.dtype))
+        self.metas[name] = meta
+        self.tensors[name] = Tensor(name=name, dtype=meta.dtype, shape=meta.shape, kind=kind)
+
+    def tensor_args(self, node: Any) -> list[str]:
+        import torch.fx
+
+        found: list[str] = []
+
+        def visit(a: Any) -> None:
+            if isinstance(a, torch.fx.Node):
+                ref = self.ref.get(a.name)
+                if ref is not None and ref in self.tensors:
+                    found.append(ref)
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    visit(x)
+
+        for a in node.args:
+            visit(a)
+        for a in node.kwargs.values():
+            visit(a)
+        return found
+
+    def source(self, node: Any) -> None:
+        """A placeholder or get_attr node: a graph input, a parameter or a constant."""
+        leaves = _leaves(node.meta.get("val"), node.name)
+        if node.op == "placeholder":
+            self.placeholders.append(node.name)
+        kind = "constant" if node.op == "get_attr" else "input"
+        for name, t in leaves:
+            self.add_tensor(name, t, kind)
+        if leaves:
+            self.ref[node.name] = node.name
+
+    def call(self, node: Any) -> None:
+        aten = aten_name(node.target)
+        if aten == "getitem":
+            src = node.args[0]
+            base = self.ref.get(getattr(src, "name", ""))
+            if base is not None:
+                self.ref[node.name] = f"{base}:{int(node.args[1])}"
+            return
+        leaves = _leaves(node.meta.get("val"), node.name)
+        args = self.tensor_args(node)
+        if not leaves:
+            return
+        self.ref[node.name] = node.name
+        for name, t in leaves:
+            self.add_tensor(name, t, "activation")
+        outs = [name for name, _ in leaves]
+        if is_view(aten):
+            if args:
+                self.nodes.append(Node(name=node.name, op_type=VIEW_OP_TYPE,
+                                       source_op=f"aten.{aten}", inputs=args[:1], outputs=outs))
+                return
+        mask: Sequence[bool] = ()
+        if aten == "convolution_backward" and len(node.args) > 10:
+            mask = tuple(bool(x) for x in node.args[10])
+        self.nodes.append(Node(name=node.name, op_type=ascend_op_type(aten, mask),
+                               source_op=f"aten.{aten}", inputs=args, outputs=outs,
+                               attrs=_cost_attrs(aten, node)))
+        self.fx_nodes[node.name] = node
+
+    def outputs(self, node: Any) -> list[str]:
+        import torch.fx
+
+        found: list[str] = []
+
+        def visit(a: Any) -> None:
+            if isinstance(a, torch.fx.Node):
+                ref = self.ref.get(a.name)
+                if ref is None:
+                    return
+                if ref in self.tensors:
+                    found.append(ref)
+                else:  # a whole tuple: each of its tensors
+                    found.extend(n for n in self.tensors if n.startswith(ref + ":"))
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    visit(x)
+
+        for a in node.args:
+            visit(a)
+        return list(dict.fromkeys(found))
+
+
+def _cost_attrs(aten: str, node: Any) -> dict[str, Any]:
+    """The few attributes the core's cost reads: a convolution's ``group``."""
+    if aten.startswith("convolution") and len(node.args) > 8 and not aten.endswith("backward"):
+        return {"group": int(node.args[8])}
+    return {}
+
+
+def fx_device_graph(gm: Any, *, name: str, weights: Sequence[str] = ()) -> FxGraph:
+    """``gm`` (an aten GraphModule) as the device model's IR (module docstring);
+    ``weights`` names the placeholders that are parameters."""
+    b = _Builder()
+    outputs: list[str] = []
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "get_attr"):
+            b.source(node)
+        elif node.op == "call_function":
+            b.call(node)
+        elif node.op == "output":
+            outputs = b.outputs(node)
+    graph = Graph(name=name, nodes=tuple(b.nodes), tensors=b.tensors, inputs=(),
+                  outputs=tuple(outputs))
+    return FxGraph(graph=graph, fx_nodes=b.fx_nodes, metas=b.metas,
+                   placeholders=tuple(b.placeholders),
+                   weights=frozenset(w for w in weights if w in b.tensors))
+
