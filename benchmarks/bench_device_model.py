@@ -11,8 +11,10 @@ Run: ``python benchmarks/bench_device_model.py`` (about a minute).
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
+import tempfile
 from collections.abc import Callable
 
 import attrs
@@ -22,8 +24,9 @@ from geplug_simulator.importer import import_model
 from geplug_simulator.runtime import device_infos
 
 import geplug
-from geplug.device import Graph, Node, Tensor, build_device_model, copy_us, optimize
+from geplug.device import DeviceModel, Graph, Node, Tensor, build_device_model, copy_us, optimize
 from geplug.device.cost import Gemm, cube_time_us
+from geplug.device.training import training_step
 from geplug.plugin import get_manager
 from geplug.precision import decide
 
@@ -55,27 +58,44 @@ def h2d_gbps(pname: str, nbytes: int = 1 << 30) -> float:
     return nbytes / (copy_us(nbytes, product(pname)) * 1e-6) / 1e9
 
 
-def model_us(model, pname: str, mode: str) -> float:  # type: ignore[no-untyped-def]
-    """Device time of one forward step (weights given as inputs count as weights)."""
+def device_model(model, pname: str, mode: str, white: tuple[str, ...] = ()  # type: ignore[no-untyped-def]
+                 ) -> DeviceModel:
+    """The forward device model of ``model`` (weights given as inputs count as weights);
+    ``white``: op types put on the mixed-precision white list (``modify_mixlist``)."""
     p = product(pname)
-    system = geplug.initialize_system(pname, {"precision_mode": mode})
-    imported = import_model(model)
-    graph = device_graph(imported)
-    weights = {i.name for i in model.graph.input} - {model.graph.input[0].name}
-    graph = attrs.evolve(graph, inputs=(model.graph.input[0].name,), tensors={
-        k: attrs.evolve(t, kind="weight") if k in weights else t
-        for k, t in graph.tensors.items()})
-    opt = optimize(graph, p.graph)
-    imported = attrs.evolve(imported, inputs=(model.graph.input[0].name,))
-    decisions = decide(device_infos(imported, opt), p, system.config)
-    m = build_device_model(opt, p, {d.node: d for d in decisions}, check_memory=False)
-    system.shutdown()
-    return m.compute_span_us
+    config: dict[str, object] = {"precision_mode": mode}
+    with tempfile.TemporaryDirectory() as tmp:
+        if white:
+            path = f"{tmp}/mixlist.json"
+            with open(path, "w") as f:
+                json.dump({"white-list": {"to-add": list(white)}}, f)
+            config["modify_mixlist"] = path
+        system = geplug.open_device(pname, config)  # serves the inference products too
+        imported = import_model(model)
+        graph = device_graph(imported)
+        weights = {i.name for i in model.graph.input} - {model.graph.input[0].name}
+        graph = attrs.evolve(graph, inputs=(model.graph.input[0].name,), tensors={
+            k: attrs.evolve(t, kind="weight") if k in weights else t
+            for k, t in graph.tensors.items()})
+        opt = optimize(graph, p.graph)
+        imported = attrs.evolve(imported, inputs=(model.graph.input[0].name,))
+        decisions = decide(device_infos(imported, opt), p, system.config)
+        m = build_device_model(opt, p, {d.node: d for d in decisions}, check_memory=False)
+        system.shutdown()
+    return m
 
 
-def training_throughput(model, pname: str, mode: str, batch: int) -> float:  # type: ignore[no-untyped-def]
-    """Samples/s of a training step taken as 3x the forward (backward = 2 forwards)."""
-    return batch / (3.0 * model_us(model, pname, mode) * 1e-6)
+def inference_throughput(model, pname: str, mode: str, batch: int) -> float:  # type: ignore[no-untyped-def]
+    """Samples/s of back-to-back inference steps (device time of the forward graph)."""
+    return batch / (device_model(model, pname, mode).compute_span_us * 1e-6)
+
+
+def training_throughput(model, pname: str, mode: str, batch: int, optimizer: str,  # type: ignore[no-untyped-def]
+                        white: tuple[str, ...] = ()) -> float:
+    """Samples/s of a training step: forward, backward and optimizer tasks derived from the
+    forward graph (``geplug.device.training``)."""
+    m = device_model(model, pname, mode, white)
+    return batch / (training_step(m, product(pname), optimizer=optimizer).step_us * 1e-6)
 
 
 ROWS: list[tuple[str, str, str, float, str, Callable[[], float]]] = [
@@ -107,15 +127,31 @@ ROWS: list[tuple[str, str, str, float, str, Callable[[], float]]] = [
      lambda: elementwise_gbps("atlas_350", "Add")),
     ("atlas_a3", "BF16 per die, rated (TFLOPS)", "rated", 376.0,
      "CloudMatrix384 paper arXiv 2506.12708", lambda: gemm_tflops("atlas_a3", "bfloat16")),
+    # MindSpore's model-zoo ResNet-50 trains with amp O2 and keep_batchnorm_fp32=False
+    # (BatchNorm in float16: on the white list here) and Momentum; BERT with Lamb.
     ("atlas_train", "ResNet-50 v1.5 training, bs 256, mixed (img/s)", "e2e", 2115.0,
      "mindspore-ai/docs docs/source_en/benchmark.md (r0.5, 1x Ascend 910)",
-     lambda: training_throughput(nb.resnet50(batch=256, weights="input"), "atlas_train",
-                                 "allow_mix_precision", 256)),
+     lambda: training_throughput(nb.resnet50(batch=256, weights="input", batchnorm=True),
+                                 "atlas_train", "allow_mix_precision", 256, "momentum",
+                                 white=("BatchNorm",))),
     ("atlas_train", "BERT-Large training, bs 96, seq 128, mixed (sent/s)", "e2e", 269.0,
      "mindspore-ai/docs docs/source_en/benchmark.md (r0.5, 1x Ascend 910)",
      lambda: training_throughput(nb.bert(layers=24, hidden=1024, heads=16, seq=128, batch=96,
                                          vocab=21128, weights="input"),
-                                 "atlas_train", "allow_mix_precision", 96)),
+                                 "atlas_train", "allow_mix_precision", 96, "lamb")),
+    # Inference: best throughput per model on a 310P (Atlas 300I Pro, Ascend310P3; ATC's
+    # default force_fp16) from the Ascend ModelZoo-PyTorch ACL_PyTorch README table
+    # "310P最优性能(对应bs)" (best 310P performance, at the batch size given).
+    ("atlas_infer", "ResNet-50 inference, bs 64, fp16 (img/s)", "e2e", 4250.0,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md (310P table, ID 100046)",
+     lambda: inference_throughput(nb.resnet50(batch=64, weights="input"), "atlas_infer",
+                                  "force_fp16", 64)),
+    ("atlas_infer", "ResNet-18 inference, bs 128, fp16 (img/s)", "e2e", 9828.0,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md (310P table, ID 100045)",
+     lambda: inference_throughput(nb.resnet18(batch=128), "atlas_infer", "force_fp16", 128)),
+    ("atlas_infer", "MobileNetV2 inference, bs 4, fp16 (img/s)", "e2e", 7072.0,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md (310P table, ID 100041)",
+     lambda: inference_throughput(nb.mobilenet_v2(batch=4), "atlas_infer", "force_fp16", 4)),
 ]
 
 

@@ -220,13 +220,16 @@ def mobilenet_v2_flops(batch: int = 1, res: int = 224) -> float:
 
 
 def resnet50(batch: int = 1, res: int = 224, style: str = "dynamo",
-             weights: str = "initializer") -> onnx.ModelProto:
-    """ResNet-50 v1.5 (bottleneck blocks, stride on the 3x3; BatchNorm folded)."""
+             weights: str = "initializer", batchnorm: bool = False) -> onnx.ModelProto:
+    """ResNet-50 v1.5 (bottleneck blocks, stride on the 3x3); BatchNorm folded, or with
+    ``batchnorm`` a BatchNormalization after every convolution (the training graph)."""
     n = _Net(style, weights=weights)
 
     def conv(x: str, cin: int, cout: int, k: int, s: int, act: bool = True) -> str:
         y = n.op("Conv", [x, n.weight((cout, cin, k, k)), n.weight((cout,), "b")],
                  kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4)
+        if batchnorm:
+            y = n.op("BatchNormalization", [y, *(n.weight((cout,), p) for p in "sbmv")])
         return n.op("Relu", [y]) if act else y
 
     x = conv("x", 3, 64, 7, 2)
