@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "GeplugArgumentParser", "main"]
 
 COMMANDS: tuple[str, ...] = (
     "geplug.cli.products",
@@ -29,11 +29,26 @@ COMMANDS: tuple[str, ...] = (
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 
 
+class GeplugArgumentParser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for values outside an option's choices (``--to torchnpu``,
+    ``geplug chek``); sub-command parsers inherit the class."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        from geplug.config.parse_common import choice_hint
+
+        names = [str(c) for c in choices]
+        raise argparse.ArgumentError(
+            action, f"invalid choice: {value!r}; {choice_hint(value, names, 'choose from')}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
     from geplug import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = GeplugArgumentParser(
         prog="geplug",
         description="Check, resolve and rehearse Ascend NPU configurations on any machine.",
     )

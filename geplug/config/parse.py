@@ -21,6 +21,7 @@ from geplug.config.parse_common import (
     MAX_TOML_BYTES,
     MAX_VALUE_CHARS,
     Parsed,
+    choice_hint,
     convert,
     ensure,
     parse_profiling_options,
@@ -76,7 +77,7 @@ def parse_mapping(data: Any, *, front_end: str = "tf") -> Parsed:
     if fe not in FRONT_ENDS:
         problems.append(Problem(option="front_end", value=short(fe), severity="error",
                                 message=f"unknown front end {fe!r}",
-                                hint="use one of " + ", ".join(FRONT_ENDS)))
+                                hint=choice_hint(fe, FRONT_ENDS)))
         fe = "tf"
     for key, value in data.items():
         if key == "front_end":

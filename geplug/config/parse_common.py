@@ -20,6 +20,7 @@ __all__ = [
     "MAX_VALUE_CHARS",
     "Parsed",
     "check_str",
+    "choice_hint",
     "convert",
     "ensure",
     "parse_profiling_options",
@@ -50,6 +51,25 @@ def suggest(name: str, known: Iterable[str]) -> str:
     if close:
         return "did you mean " + " or ".join(repr(c) for c in close) + "?"
     return ""
+
+
+def choice_hint(value: Any, allowed: Iterable[str], lead: str = "use one of", *,
+                listed: bool = False) -> str:
+    """The hint for a value outside a value set: ``did you mean 'output'? (use one of input,
+    output, all)``, or just the listing when nothing is close. ``listed``: the message already
+    lists the values, so the hint does not repeat them (each message lists things once)."""
+    allowed = [str(a) for a in allowed]
+    listing = "use a value of the list" if listed else f"{lead} {', '.join(allowed)}"
+    near = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6) \
+        if isinstance(value, str) else []
+    close = f"did you mean {near[0]!r}?" if near else ""
+    if not close and isinstance(value, str):  # case slips: 'Pipeutilization', 'ON'
+        folded = {a.casefold(): a for a in allowed}
+        if value.casefold() in folded:
+            close = f"did you mean {folded[value.casefold()]!r}?"
+    if close and listed:
+        return close
+    return f"{close} ({listing})" if close else listing
 
 
 def unknown(option: str, value: Any, known: Iterable[str], what: str) -> Problem:

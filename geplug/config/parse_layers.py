@@ -21,6 +21,7 @@ from geplug.config.options import (
 from geplug.config.parse_common import (
     Parsed,
     check_str,
+    choice_hint,
     parse_profiling_options,
     type_problem,
     unknown,
@@ -57,7 +58,7 @@ def parse_ge_options(options: Any, *, level: str | None = None) -> Parsed:
     if level is not None and level not in GE_LEVELS:
         problems.append(Problem(option="<ge level>", value=short(level), severity="error",
                                 message=f"unknown GE option level {level!r}",
-                                hint="use one of " + ", ".join(GE_LEVELS)))
+                                hint=choice_hint(level, GE_LEVELS)))
         level = None
     values: dict[str, Any] = {}
     seen: dict[str, tuple[str, str]] = {}

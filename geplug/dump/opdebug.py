@@ -121,4 +121,5 @@ def parse_overflow_record(data: bytes, *, path: str = "") -> OverflowRecord:
         return OverflowRecord(layout="old", version=0, valid=1, acc_type="AICORE",
                               fields=fields)
     raise DumpError(f"{path!r} holds no overflow record: {len(data)} bytes without the magic "
-                    "0x5A5A5A5A and not the 2048-byte old layout (formats.md §3)", path=path)
+                    "0x5A5A5A5A and not the 2048-byte old layout of an Opdebug overflow file",
+                    path=path)

@@ -114,7 +114,8 @@ class SystemDumpState:
                 + ", ".join(repr(n) for n in unknown)
                 + " (model " + ", ".join(repr(m) for m in self.models_ran)
                 + f"); nothing was dumped for them. The ops that ran: {listing}. Use op names "
-                "as in the graph, separated by spaces (options.md §4.7)"), stacklevel=2)
+                "as in the graph, separated by spaces (`geplug compile MODEL` lists them)"),
+                stacklevel=2)
         return paths
 
 
@@ -149,7 +150,7 @@ def geplug_dump(event: DumpEvent) -> list[str] | None:
     if (cfg.enable_dump or cfg.enable_dump_debug) and state.layout is None:
         raise DumpError(
             "dumping is enabled but dump_path is not set; set dump_path to an existing, "
-            "writable directory (options.md §4.2)"
+            "writable directory"
         )
     if event.run.dynamic_shape and state.exception_level == 1:
         return None  # dynamic shape + exception dump 1: only the exception dump (options.md §4.1)

@@ -216,7 +216,7 @@ def _check_header(path: str, blob_head: bytes, size: int) -> tuple[Any, int]:
     if size < 8:
         raise DumpError(
             f"dump file {path!r} is truncated: {size} bytes, shorter than the 8-byte header "
-            "length (formats.md §2.1)", path=path)
+            "length", path=path)
     (header_len,) = struct.unpack_from("<Q", blob_head, 0)
     if header_len == 0 or 8 + header_len > size:
         raise DumpError(
@@ -238,7 +238,7 @@ def _check_header(path: str, blob_head: bytes, size: int) -> tuple[Any, int]:
         state = "truncated" if expected > size else "longer than its header says"
         raise DumpError(
             f"dump file {path!r} is {state}: header and tensor sizes add up to {expected} "
-            f"bytes, the file has {size} (formats.md §2.1 size rule)", path=path)
+            f"bytes, the file has {size}", path=path)
     return header, int(header_len)
 
 
@@ -333,7 +333,8 @@ def iter_dump_tree(root: str | os.PathLike[str]) -> Iterator[DumpEntry]:
         name = read_mapping(directory).get(base, base)
         parsed = parse_dump_name(name)
         if parsed is None:
-            raise DumpError(f"{root!r} is not named like a dump file (formats.md §2.6)",
+            raise DumpError(f"{root!r} is not named like a dump file "
+                            "({op_type}.{op_name}.{task_id}.{stream_id}.{timestamp})",
                             path=root)
         yield _entry(os.path.abspath(root), name, parsed, "")
         return

@@ -207,7 +207,7 @@ def data_type_for(dtype: np.dtype[Any] | str) -> int:
         from geplug.errors import DumpError
 
         raise DumpError(
-            f"dtype {name!r} has no dump data type (formats.md §2.3); dumpable dtypes: "
+            f"dtype {name!r} has no dump data type; dumpable dtypes: "
             + ", ".join(sorted(DTYPE_TO_ENUM))
         ) from None
 
@@ -233,7 +233,7 @@ def format_enum(name: str) -> int:
         from geplug.errors import DumpError
 
         raise DumpError(
-            f"format {name!r} is not an OutputFormat of formats.md §2.4 (e.g. ND, NCHW, "
+            f"format {name!r} is not a dump OutputFormat (e.g. ND, NCHW, "
             "NC1HWC0, FRACTAL_NZ)"
         ) from None
 

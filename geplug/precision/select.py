@@ -128,7 +128,7 @@ def select_dtype(
         if step.supported(op):
             why = _PREFIX.sub("", step.why)
             if not stated:
-                why = f"{why} (no rule in the seed for this case; inferred, options.md §5.4)"
+                why = f"{why} (the CANN precision_mode docs state no rule for this case; inferred)"
             skipped = f" [not supported: {', '.join(tried)}]" if tried else ""
             reason = (f"{mode.label}: {op.op_type} ({op.op_class} op, original "
                       f"{original_dtype}): {why}{skipped}")
@@ -147,9 +147,9 @@ def select_dtype(
             engine=AI_CPU, dtype=original_dtype, out_dtype=original_dtype,
             reason=(f"{mode.label}: {op.op_type} ({op.op_class} op, original "
                     f"{original_dtype}): neither AI Core nor AI CPU lists {original_dtype} in "
-                    "the product's table; the seed's rules cover only float16/bfloat16/"
-                    "float32, so the op is left unchanged and modelled on AI CPU (inferred, "
-                    "options.md §5.4)"),
+                    "the product's table; the CANN precision_mode rules cover only float16/"
+                    "bfloat16/float32, so the op is left unchanged and modelled on AI CPU "
+                    "(inferred)"),
             tried=tuple(tried),
         )
     raise CompileError(
@@ -187,7 +187,7 @@ def decide(
     The precision mode comes from ``config`` (:func:`effective_mode`); the mixed-precision
     lists from the product's ``precision_reduce`` flags edited by
     ``config.mixlist_overrides`` (or ``mixlist_overrides``); the implementation mode from
-    :func:`~geplug.precision.implmode.choose_impl_mode`.
+    :func:`~geplug.precision.implmode.choose_impl_mode` for the dtype each op computes in.
     """
     mode = effective_mode(config, product)
     raw = mixlist_overrides if mixlist_overrides is not None else getattr(
@@ -207,8 +207,8 @@ def decide(
         state = list_state(info.op_type, op.precision_reduce, overrides)
         preds = [p for p in info.predecessors if p in lowered_by_node]
         prev_lowered = bool(preds) and all(lowered_by_node[p] for p in preds)
-        impl, impl_reason = choose_impl_mode(info.name, op, config)
         if info.original_dtype is None:
+            impl, impl_reason = choose_impl_mode(info.name, op, config)
             decisions.append(OpDecision(
                 node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=AI_CPU,
                 dtype="", impl_mode=impl, reason=f"{mode.label}: no numeric tensor (strings, "
@@ -222,6 +222,8 @@ def decide(
             mix_state=state, prev_lowered=prev_lowered, product_floats=floats,
         )
         lowered_by_node[info.name] = sel.lowered
+        # the modes are told apart by the dtype the op computes in (seed 004)
+        impl, impl_reason = choose_impl_mode(info.name, op, config, sel.dtype)
         decisions.append(OpDecision(
             node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=sel.engine,
             dtype=sel.dtype, impl_mode=impl, reason=sel.reason,

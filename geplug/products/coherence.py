@@ -31,7 +31,7 @@ from geplug.products.domains import (
     PROFILING_SWITCHES,
     SELECT_IMPLMODES,
 )
-from geplug.products.schema import Product
+from geplug.products.schema import DTYPES, OpSupport, Product
 
 __all__ = ["coherence_errors", "did_you_mean", "plausibility"]
 
@@ -81,6 +81,7 @@ def _ops(p: Product, errors: Errors) -> None:
                            "dtype (an op must run somewhere), got both empty"))
         _unknown(errors, f"ops.{name}.impl_modes", op.impl_modes, p.implmode.ini_values,
                  "a mode of implmode.ini_values")
+        _impl_by_dtype(name, op, errors)
     if "float32" not in p.default_op.aicore_dtypes + p.default_op.aicpu_dtypes:
         errors.append(("ops.default", "expected float32 on some engine (any ONNX operator must "
                        "be simulable), got none"))
@@ -90,6 +91,23 @@ def _ops(p: Product, errors: Errors) -> None:
         errors.append(("precision.modes", f"expected bf16 precision modes exactly when some "
                        f"op has AI Core bfloat16 kernels (bf16 modes need bf16 kernels), got modes "
                        f"{sorted(modes & BF16_MODES)} and kernels {kernels}"))
+
+
+def _impl_by_dtype(name: str, op: OpSupport, errors: Errors) -> None:
+    """Per-dtype modes narrow ``impl_modes`` for a known dtype (one a card's own
+    ``aicore_dtypes`` may lack: an inherited entry for it is simply unused)."""
+    for dtype, modes in op.impl_modes_by_dtype.items():
+        where = f"ops.{name}.impl_modes_by_dtype.{dtype}"
+        if dtype not in DTYPES:
+            errors.append((where, f"expected a dtype in {list(DTYPES)}, got "
+                           f"{dtype!r}{did_you_mean(dtype, DTYPES)}"))
+        if not modes:
+            errors.append((where, "expected at least one mode (an op runs some "
+                           "implementation), got []"))
+        extra = [m for m in modes if m not in op.impl_modes]
+        if extra:
+            errors.append((where, f"expected modes of ops.{name}.impl_modes "
+                           f"{list(op.impl_modes)} (all_ops_impl_mode.ini), got {extra}"))
 
 
 def _precision(p: Product, errors: Errors) -> None:

@@ -156,9 +156,19 @@ def _op_row(op: OpSupport) -> tuple[str, ...]:
         op.op_class,
         " ".join(DTYPE_SHORT.get(d, d) for d in op.aicore_dtypes) or "—",
         " ".join(DTYPE_SHORT.get(d, d) for d in op.aicpu_dtypes) or "—",
-        " ".join(op.impl_modes) or "—",
+        _impl_cell(op),
         mix,
     )
+
+
+def _impl_cell(op: OpSupport) -> str:
+    """``high_precision high_performance (fp32 bf16: high_precision)``: modes, then the
+    dtypes that have fewer (the modes are told apart by the op's dtype)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for dtype, modes in op.impl_modes_by_dtype.items():
+        groups.setdefault(tuple(modes), []).append(DTYPE_SHORT.get(dtype, dtype))
+    narrowed = "; ".join(f"{' '.join(d)}: {' '.join(m)}" for m, d in groups.items())
+    return " ".join(op.impl_modes) + (f" ({narrowed})" if narrowed else "") or "—"
 
 
 _IDENTITY_ONLY = ("name", "source_path", "distribution", "extends")

@@ -55,6 +55,12 @@ def _tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
+def _modes_by_dtype(value: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:
+    from types import MappingProxyType
+
+    return MappingProxyType({str(k): tuple(v) for k, v in value.items()})
+
+
 def _frozen_map(value: Mapping[str, Any]) -> Mapping[str, Any]:
     from types import MappingProxyType
 
@@ -70,6 +76,9 @@ class OpSupport:
     ``True`` white (may be lowered), ``False`` black (kept), ``None`` grey (follows the
     previous op). ``impl_modes`` lists the implementation modes the op has
     (``all_ops_impl_mode.ini``); an op with one mode always runs that one.
+    ``impl_modes_by_dtype`` narrows them per dtype the op computes in: the seed's modes "根据算子
+    的dtype进行区分" (are told apart by the op's dtype); a dtype it does not name has every
+    mode of ``impl_modes`` (:meth:`modes_for`).
     """
 
     op_type: str
@@ -77,9 +86,19 @@ class OpSupport:
     aicore_dtypes: tuple[str, ...] = attrs.field(converter=_tuple)
     aicpu_dtypes: tuple[str, ...] = attrs.field(converter=_tuple)
     impl_modes: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    impl_modes_by_dtype: Mapping[str, tuple[str, ...]] = attrs.field(
+        converter=_modes_by_dtype, factory=dict)
+    """dtype -> the implementation modes the op has in that dtype (a subset of
+    ``impl_modes``); dtypes not named have all of ``impl_modes``."""
     precision_reduce: bool | None = None
     cube_fp16in_fp32out: bool = False
     """The AI Core kernel can take float16 inputs and write float32 outputs (force_fp32 chain)."""
+
+    def modes_for(self, dtype: str) -> tuple[str, ...]:
+        """The implementation modes of this op when it computes in ``dtype`` ("" = any)."""
+        if dtype and dtype in self.impl_modes_by_dtype:
+            return tuple(self.impl_modes_by_dtype[dtype])
+        return self.impl_modes
 
 
 @attrs.frozen(kw_only=True)

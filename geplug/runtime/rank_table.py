@@ -77,7 +77,8 @@ class Table:
                option: str) -> TableIssue:
         return TableIssue(option=option or f"RANK_TABLE_FILE:{field}", field=field, value=value,
                           message=f"{message} (rank table {self.path!r})",
-                          hint=hint or "fix the rank table (options.md §15.3)", code=code)
+                          hint=hint or "fix the rank table (CANN docs: \"rank table file\")",
+                          code=code)
 
     def add(self, field: str, value: Any, message: str, code: str = "") -> None:
         """Record a problem and go on checking the rest of the table."""
@@ -195,7 +196,7 @@ class Table:
         if number is not None and number <= WELL_KNOWN_PORT_MAX:
             self.warn(field, data[key], f"port {number} is in the well-known range "
                       f"[1, {WELL_KNOWN_PORT_MAX}], which the reference says to avoid",
-                      "use a port above 1023 (options.md §15.3)")
+                      "use a port above 1023")
         return number
 
 

@@ -145,7 +145,7 @@ def test_bf16_modes_match_bf16_kernels(geplug_conformance_product: Product) -> N
     kernels = [op.op_type for op in _all_ops(p) if "bfloat16" in op.aicore_dtypes]
     assert has_modes == bool(kernels), (
         f"bf16 precision modes {sorted(modes & BF16_MODES)!r} but AI Core bfloat16 kernels "
-        f"{kernels!r}: a product has both or neither (options.md §11 R10)")
+        f"{kernels!r}: a product has both or neither (bf16 modes need bf16 kernels)")
 
 
 # -- precision and implementation modes -------------------------------------------------------
@@ -221,7 +221,7 @@ def test_every_kernel_meta_level_is_declared(geplug_conformance_product: Product
 
 def test_kernel_meta_level_0_writes_nothing(geplug_conformance_product: Product) -> None:
     assert tuple(geplug_conformance_product.debug.kernel_meta.get("0", ())) == (), (
-        "debug.kernel_meta.0: op_debug_level 0 creates no kernel_meta (formats.md §5)")
+        "debug.kernel_meta.0: op_debug_level 0 creates no kernel_meta files")
 
 
 def test_kernel_meta_suffixes_are_known(geplug_conformance_product: Product) -> None:
@@ -279,7 +279,8 @@ def test_instr_profiling_style_matches_frequencies(geplug_conformance_product: P
     has_freq = "instr_profiling_freq" in prof.frequencies
     assert has_freq == (prof.instr_profiling == "frequency"), (
         f"profiling.instr_profiling = {prof.instr_profiling!r} but instr_profiling_freq is "
-        f"{'declared' if has_freq else 'absent'} (options.md §11 R23)")
+        f"{'declared' if has_freq else 'absent'} (the frequency style needs it, the others "
+        "must not declare it)")
 
 
 def test_instr_profiling_exclusions_exactly_with_frequency_style(
@@ -288,7 +289,7 @@ def test_instr_profiling_exclusions_exactly_with_frequency_style(
     prof = geplug_conformance_product.profiling
     assert bool(prof.instr_profiling_exclusions) == (prof.instr_profiling == "frequency"), (
         "profiling.instr_profiling_exclusions: the keys instr_profiling_freq excludes are "
-        f"declared exactly when instr_profiling = 'frequency' (options.md §11 R22), got "
+        f"declared exactly when instr_profiling = 'frequency', got "
         f"{list(prof.instr_profiling_exclusions)!r} with {prof.instr_profiling!r}")
     unknown = sorted(set(prof.instr_profiling_exclusions) - PROFILING_SWITCHES)
     assert not unknown, f"profiling.instr_profiling_exclusions: unknown keys {unknown!r}"
@@ -318,7 +319,8 @@ def test_pmu_na_metrics_match_declared_columns(geplug_conformance_product: Produ
                  if not any(fnmatch.fnmatchcase(b, p) for b in bases)]
     assert not unmatched, (
         f"profiling.pmu_na_metrics: patterns matching no pmu_columns metric {unmatched!r} "
-        "(base names: no aic_/aiv_ prefix, no unit; formats.md §6.5)")
+        "(base names: no aic_/aiv_ prefix, no unit; `geplug describe PRODUCT` lists the "
+        "columns)")
 
 
 def test_host_sys_items_are_known(geplug_conformance_product: Product) -> None:

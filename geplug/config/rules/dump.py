@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 
+from geplug.config.parse_common import choice_hint
 from geplug.config.rules.base import INT32_MAX, Ctx
 
 __all__ = ["check_dump", "check_exception_dump"]
@@ -42,14 +43,14 @@ def check_dump(ctx: Ctx) -> None:
             ctx.warn("dump_step", c.dump_step, "dump_step applies to training only")
     if c.dump_mode is not None and c.dump_mode not in DUMP_MODES:
         ctx.err("dump_mode", c.dump_mode, "dump mode should be one of the list:[input, output, "
-                "all]", "use input, output or all", code="E10001")
+                "all]", choice_hint(c.dump_mode, DUMP_MODES, listed=True), code="E10001")
     if c.dump_debug_mode is not None:
         _dump_debug_mode(ctx, c.dump_debug_mode)
     if c.enable_dump_debug is True and ctx.run_mode == 0:
         ctx.warn("enable_dump_debug", True, "overflow detection applies to training only")
     if c.dump_data is not None and c.dump_data not in ("tensor", "stats"):
         ctx.err("dump_data", c.dump_data, "dump_data should be 'tensor' or 'stats'.",
-                "use tensor or stats")
+                choice_hint(c.dump_data, ("tensor", "stats"), listed=True))
 
 
 def _dump_debug_mode(ctx: Ctx, value: str) -> None:
@@ -57,8 +58,9 @@ def _dump_debug_mode(ctx: Ctx, value: str) -> None:
     allowed = ctx.p.dump.debug_modes
     if value not in DEBUG_MODES:
         ctx.err("dump_debug_mode", value, "dump debug mode should be one of the list:"
-                "[aicore_overflow, atomic_overflow, all]", "use " + ", ".join(allowed or
-                                                                              DEBUG_MODES),
+                "[aicore_overflow, atomic_overflow, all]",
+                choice_hint(value, allowed or DEBUG_MODES,
+                            listed=set(allowed or DEBUG_MODES) == set(DEBUG_MODES)),
                 code="E10001")
     elif value not in allowed:
         ctx.err("dump_debug_mode", value, f"{ctx.p.display_name} supports dump_debug_mode "

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from geplug.config.defaults import default_soc
+from geplug.config.parse_common import choice_hint
 from geplug.config.rules.base import Ctx
 from geplug.config.text import signed_digits
 
@@ -41,7 +42,7 @@ def check_soc(ctx: Ctx) -> None:
                  "(npu-smi info shows your card's)")
     if soc not in ctx.p.soc_versions:
         ctx.err("soc_version", soc, f"{soc!r} is not a SoC of {ctx.p.display_name}",
-                "use one of " + ", ".join(ctx.p.soc_versions))
+                choice_hint(soc, ctx.p.soc_versions))
 
 
 def check_environment(ctx: Ctx) -> None:
@@ -76,13 +77,14 @@ def _rank_table(ctx: Ctx, path: str) -> None:
     except RankTableError as exc:
         if not exc.issues:
             ctx.err("RANK_TABLE_FILE" + (f":{exc.field}" if exc.field else ""), path, str(exc),
-                    "fix the rank table (options.md §15.3)", code=exc.code)
+                    "fix the rank table (CANN docs: \"rank table file\")", code=exc.code)
         for issue in exc.issues:  # every problem of the table at once, each with its value
             ctx.err(issue.option, issue.value, issue.message, issue.hint, code=issue.code)
     except ConfigError as exc:
         ctx.extend(list(exc.problems))
     except GeplugError as exc:
-        ctx.err("RANK_TABLE_FILE", path, str(exc), "fix the rank table (options.md §15.3)")
+        ctx.err("RANK_TABLE_FILE", path, str(exc),
+                "fix the rank table (CANN docs: \"rank table file\")")
     else:
         for issue in info.table_warnings:
             ctx.warn(issue.option, issue.value, issue.message, issue.hint, code=issue.code)

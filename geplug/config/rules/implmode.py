@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from geplug.config.parse_common import choice_hint
 from geplug.config.rules.base import Ctx
 
 __all__ = ["DEPRECATED_IMPLMODE", "TORCH_IMPLMODES", "check_implmode"]
@@ -34,7 +35,7 @@ def check_implmode(ctx: Ctx) -> None:
     if mode is not None:
         allowed = TORCH_IMPLMODES if c.front_end == "torch" else imp.select_values
         if mode not in allowed:
-            hint = "use one of " + ", ".join(allowed)
+            hint = choice_hint(mode, allowed, listed=True)
             if mode.startswith("enable_"):
                 hint = f"{mode} belongs in an op_precision_mode ini; " + hint
             message = (f"value of ACL_OP_SELECT_IMPL_MODE should be in {list(allowed)} but got "

@@ -11,6 +11,7 @@ import os
 import re
 
 from geplug.config.model import ProfilingOptions
+from geplug.config.parse_common import choice_hint
 from geplug.config.profiling_source import ENV_HINT, ENV_PATH, SESSION_PATH
 from geplug.config.rules.base import Ctx
 from geplug.config.text import digits, short
@@ -80,11 +81,11 @@ def _key(ctx: Ctx, key: str, path: str, value: str) -> None:
         if value not in LEVELS[key]:
             allowed = ", ".join(LEVELS[key])
             ctx.err(path, value, f"The switch {key} should be set in range [{allowed}].",
-                    f"use one of {allowed}")
+                    choice_hint(value, LEVELS[key], listed=True))
     elif key in SWITCHES:
         if value not in ("on", "off"):
             ctx.err(path, value, f"The switch {key} should be set to on or off.",
-                    'use "on" or "off"')
+                    choice_hint(value, ("on", "off"), listed=True))
         elif key == "hccl" and value == "on":
             ctx.warn(path, value, "hccl is deprecated and will be removed",
                      "use task_time to collect communication data")
@@ -98,7 +99,7 @@ def _key(ctx: Ctx, key: str, path: str, value: str) -> None:
     elif key == "llc_profiling":
         if value not in ("read", "write"):
             ctx.err(path, value, "llc_profiling should be in range [read, write].",
-                    'use "read" or "write"')
+                    choice_hint(value, ("read", "write"), listed=True))
     elif key in FREQ_KEYS:
         _frequency(ctx, key, path, value)
     elif key in ("host_sys", "host_sys_usage"):
@@ -258,7 +259,8 @@ def _host_list(ctx: Ctx, key: str, path: str, value: str) -> None:
     for item in (v.strip() for v in value.split(",")):
         if item not in allowed:
             ctx.err(path, value, f"The value: {item} of {key} is not support. Please input in "
-                    f"the range of '{'|'.join(allowed)}'.", f"use items from {', '.join(allowed)}")
+                    f"the range of '{'|'.join(allowed)}'.",
+                    choice_hint(item, allowed, listed=True))
         elif item in HOST_TOOLS:
             ctx.warn(path, value, f"host_sys {item} needs {HOST_TOOLS[item]} installed on the "
                      "host; without it nothing is collected for it",

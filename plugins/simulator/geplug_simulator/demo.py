@@ -17,12 +17,15 @@ from onnx import TensorProto, helper, numpy_helper
 from geplug.backend import SampleModel
 from geplug_simulator import DEFAULT_PRODUCT
 
-__all__ = ["DEMO_MODES", "FALLBACK_MODES", "build_cnn", "build_mlp", "run_demo", "sample_models"]
+__all__ = ["DEMO_CASES", "DEMO_MODES", "FALLBACK_MODES", "build_cnn", "build_mlp", "run_demo",
+           "sample_models"]
 
 DEMO_MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "allow_mix_precision_bf16")
 """Precision modes the demo compares (all valid for training on the default product)."""
 FALLBACK_MODES = ("force_fp16", "allow_mix_precision_fp16", "force_fp32")
 """Tried, in order, in place of DEMO_MODES a product refuses (e.g. no bfloat16)."""
+DEMO_CASES = 3 * 2
+"""Model runs of a demo: three precision modes, two models (the progress display's total)."""
 
 
 def build_mlp(seed: int = 0) -> onnx.ModelProto:
@@ -117,12 +120,15 @@ def run_demo(
     modes: Sequence[str] = (*DEMO_MODES, *FALLBACK_MODES),
     out_dir: str | None = None,
     stream: TextIO,
+    on_case: Callable[[str], None] | None = None,
 ) -> int:
     """Run the demo and print its summary to ``stream``; returns an exit code.
 
     ``open_system(product, options)`` returns an initialised system (a context manager); it
     raises :class:`~geplug.errors.ConfigError` for a mode the product refuses. The first
     three of ``modes`` the product accepts are compared; the first is the reference.
+    ``on_case("MLP under force_fp32")`` is called after each model ran under a mode (the CLI's
+    progress display counts them).
     """
     started = time.perf_counter()
     cases = [(s.name, s.model, dict(s.inputs), s.description) for s in sample_models()]
@@ -157,6 +163,8 @@ def run_demo(
                 reasons[label][mode] = f"{first.node}: {first.reason}"
                 results[f"{label.lower()}/{mode}"] = out
                 report[f"{label}/{mode}"] = [d.to_json() for d in compiled.decisions]
+                if on_case is not None:
+                    on_case(f"{label} under {mode}")
     if not used:
         print(f"no precision mode of {list(modes)} is accepted on {product!r}", file=stream)
         return 1
