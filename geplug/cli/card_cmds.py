@@ -30,8 +30,9 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("name", metavar="NAME", help="the card's product name (lower case, digits, "
                    "'_'), e.g. acme_b9")
-    p.add_argument("--extends", required=True, metavar="FAMILY",
-                   help="the installed product the card is a variant of, e.g. atlas_a2")
+    p.add_argument("--extends", metavar="FAMILY",
+                   help="the installed product the card is a variant of, e.g. atlas_a2 "
+                        "(required; without it the installed families are listed)")
     p.add_argument("--dir", metavar="DIR", help="where to write the package (default: ./NAME); "
                    "must not exist")
     p.set_defaults(func=_new_card)
@@ -60,6 +61,11 @@ def _new_card(args: argparse.Namespace) -> int:
     registry = manager.products()
     if not len(registry):
         print(f"geplug: error: {no_products_message(manager)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.extends is None:
+        families = [p.name for p in registry if not p.extends]
+        print("geplug: error: name the family the card extends with --extends FAMILY "
+              f"(installed: {', '.join(families)})", file=sys.stderr)
         return EXIT_USAGE
     base = registry.get(args.extends)  # UnknownProductError: exit 2 with close names
     if args.name in registry:

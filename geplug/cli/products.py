@@ -43,7 +43,9 @@ def add_parser(subparsers: Any) -> None:
         description="Show every capability of a product, grouped by capabilities.toml "
                     "section. PRODUCT is a product name or a SoC version string.",
     )
-    p.add_argument("product", metavar="PRODUCT", help="e.g. atlas_a2 or Ascend910B3")
+    p.add_argument("product", metavar="PRODUCT", nargs="?", default=None,
+                   help="e.g. atlas_a2 or Ascend910B3 (without it: the installed ones are "
+                        "listed)")
     p.add_argument("--json", action="store_true", help="print the full record as JSON")
     p.add_argument("--diff", action="store_true",
                    help="for a card that extends a family: only the keys it overrides, with "
@@ -140,6 +142,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
     registry = manager.products()
     if not len(registry):
         print(f"geplug: error: {no_products_message(manager)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.product is None:
+        print("geplug: error: name a product: geplug describe PRODUCT (installed: "
+              f"{', '.join(registry.names())})", file=sys.stderr)
         return EXIT_USAGE
     product = registry.get(args.product)  # UnknownProductError -> exit 2 with close names
     if getattr(args, "diff", False):

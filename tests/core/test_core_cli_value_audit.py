@@ -78,3 +78,21 @@ def test_an_unknown_product_lists_the_installed_ones(argv: list[str], tmp_path,
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "did you mean 'atlas_a2'" in err
+
+
+MISSING_PRODUCT = [
+    ["compile", "{model}"], ["run", "{model}"], ["describe"], ["new-card", "acme_x"],
+]
+
+
+@pytest.mark.geplug_requires_products("atlas_a2")
+@pytest.mark.parametrize("argv", MISSING_PRODUCT, ids=[a[0] for a in MISSING_PRODUCT])
+def test_a_command_without_its_product_lists_the_installed_ones(
+        argv: list[str], tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """check/resolve/export: tests/config/test_config_export_kit.py; these are the rest."""
+    if argv[0] in ("compile", "run"):
+        pytest.importorskip("geplug_simulator")
+    args = [a.format(model=tmp_path / "m.onnx") for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "(installed: " in err and "atlas_a2" in err, err
