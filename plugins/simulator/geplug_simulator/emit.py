@@ -167,6 +167,27 @@ def task_refs(task: Any, rw: Any) -> tuple[tuple[TensorRef, ...], tuple[TensorRe
     return tuple(ins), tuple(outs)
 
 
+def _scheduled_table(tasks: Sequence[TaskEvent], schedule: Mapping[str, Any]) -> TaskTable:
+    """The task table at the device model's stream schedule: each task at its scheduled
+    start (``TaskPlan.start_ns``, relative to the step's first task), so AI CPU tasks overlap
+    compute on their own stream as the schedule says; ``wait_ns`` is the idle gap on the
+    task's stream before it. Tasks the schedule does not know run back to back."""
+    if not tasks or any(t.op.name not in schedule for t in tasks):
+        return TaskTable.sequential(tasks)
+    plans = [schedule[t.op.name] for t in tasks]
+    first = min(p.start_ns for p in plans)
+    off = np.array([p.start_ns - first for p in plans], dtype=np.int64)
+    dur = np.array([p.duration_ns for p in plans], dtype=np.int64)
+    wait = np.zeros(len(plans), dtype=np.int64)
+    stream_end: dict[int, int] = {}
+    for i, p in enumerate(plans):
+        start = int(off[i])
+        wait[i] = max(start - stream_end.get(p.stream_id, start), 0)
+        stream_end[p.stream_id] = start + int(dur[i])
+    task_list: Any = tuple(tasks)
+    return TaskTable(tasks=task_list, offset_ns=off, duration_ns=dur, wait_ns=wait)
+
+
 class StepEmitter:
     """Emits the events of ``compiled``'s steps; keeps the simulated device clock."""
 
@@ -188,9 +209,10 @@ class StepEmitter:
         """The static task table of the current plans (built once per plan set): the
         batched per-step profiling record carries it, so a step costs one event."""
         if self._table is None:
-            plans = self.plans(True)
-            self._table = TaskTable.sequential(
-                stamp(p.task, p.task_run, 0.0) for p in plans if p.task)
+            plans = [p for p in self.plans(True) if p.task]
+            self._table = _scheduled_table(
+                [stamp(p.task, p.task_run, 0.0) for p in plans],
+                {t.name: t for t in self.compiled.device.tasks})
         return self._table
 
     def plans(self, with_tasks: bool) -> list[OpPlan]:
