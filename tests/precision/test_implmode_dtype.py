@@ -104,3 +104,20 @@ def test_describe_shows_the_modes_per_dtype(capsys: pytest.CaptureFixture[str]) 
     row = next(line for line in capsys.readouterr().out.splitlines()
                if line.strip().startswith("Sigmoid "))
     assert "high_precision high_performance (fp32 bf16: high_precision)" in row
+
+
+@pytest.mark.geplug_requires_products("atlas_a2")
+def test_check_says_an_ini_line_reaches_only_the_dtypes_that_have_the_mode(
+        tmp_path: Path) -> None:
+    """Seed 004 (the sentence above): ``geplug check`` tells that ``Sigmoid=high_performance``
+    leaves float32/bfloat16 Sigmoid ops on their one implementation."""
+    from geplug.config import check
+
+    ini = tmp_path / "net.ini"
+    ini.write_text("Sigmoid=high_performance\nSoftmaxV2=high_precision\n")
+    a2 = require_product("atlas_a2")
+    warnings = [p for p in check(SessionConfig(op_precision_mode=str(ini)), a2, env={})
+                if p.option == "op_precision_mode" and "told apart by the op's dtype"
+                in p.message]
+    assert len(warnings) == 1 and "Sigmoid = high_performance" in warnings[0].message
+    assert "float32, bfloat16" in warnings[0].message

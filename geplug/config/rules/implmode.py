@@ -64,12 +64,29 @@ def _unimplemented_modes(ctx: Ctx, path: str, by_op_type: Mapping[str, str]) -> 
     """An ini line giving an op type a mode the op does not implement changes nothing: the
     op runs its own implementation (the seed: "如果算子只实现了一种则按照算子实现的方式运行")."""
     for op_type, wanted in by_op_type.items():
-        modes = ctx.p.ops[op_type].impl_modes if op_type in ctx.p.ops else ()
+        op = ctx.p.ops.get(op_type)
+        modes = op.impl_modes if op is not None else ()
         if modes and wanted not in modes:
             ctx.warn("op_precision_mode", path, f"{op_type} = {wanted} in {path}: {op_type} "
                      f"implements only {', '.join(modes)} on {ctx.p.display_name}, so it runs "
                      f"{modes[0] if len(modes) == 1 else 'its default'}; the line changes nothing",
                      f"use one of {', '.join(modes)} for {op_type}, or drop the line")
+        elif op is not None and modes:
+            _narrowed_by_dtype(ctx, path, op_type, wanted, op.impl_modes_by_dtype)
+
+
+def _narrowed_by_dtype(ctx: Ctx, path: str, op_type: str, wanted: str,
+                       by_dtype: Mapping[str, tuple[str, ...]]) -> None:
+    """The modes are told apart by the op's dtype (seed 004: "上述实现模式根据算子的dtype进行区分"):
+    a line asking for a mode some dtypes of the op lack applies to the others only."""
+    lacking = [d for d, m in by_dtype.items() if wanted not in m]
+    if lacking:
+        runs = sorted({m for d in lacking for m in by_dtype[d]})
+        ctx.warn("op_precision_mode", path, f"{op_type} = {wanted} in {path} does not reach "
+                 f"{', '.join(lacking)} {op_type} ops: in those dtypes {op_type} implements "
+                 f"only {', '.join(runs)} on {ctx.p.display_name} (implementation modes are "
+                 "told apart by the op's dtype)",
+                 "nothing to change if that is intended; `geplug compile` shows each op's mode")
 
 
 def _optypelist(ctx: Ctx, types: str, mode: str | None) -> None:
