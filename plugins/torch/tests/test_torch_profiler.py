@@ -129,13 +129,40 @@ def test_step_trace_time_computing_is_the_kernel_time(collected):
         assert float(row["Computing"]) == pytest.approx(busy, abs=1e-2)
 
 
-def test_database_export_holds_the_kernel_rows(collected):
-    root, _ = collected
+def _db(root):
     out = os.path.join(root, "ASCEND_PROFILER_OUTPUT")
-    con = sqlite3.connect(os.path.join(out, "ascend_pytorch_profiler_0.db"))
-    (n,) = con.execute('SELECT COUNT(*) FROM "KERNEL_DETAILS"').fetchone()
+    return sqlite3.connect(os.path.join(out, "ascend_pytorch_profiler_0.db"))
+
+
+def test_database_has_torch_npus_tables_with_every_kernel(collected):
+    root, _ = collected
+    con = _db(root)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"STRING_IDS", "META_DATA", "PYTORCH_API", "CONNECTION_IDS", "ENUM_API_TYPE",
+            "STEP_TIME", "TASK", "COMPUTE_TASK_INFO", "CANN_API"} <= tables
+    (tasks,) = con.execute("SELECT COUNT(*) FROM COMPUTE_TASK_INFO").fetchone()
     con.close()
-    assert n == len(_rows(os.path.join(out, "kernel_details.csv")))
+    kernels = _rows(os.path.join(root, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv"))
+    assert tasks == len(kernels)
+
+
+def test_database_links_every_torch_op_to_the_kernel_it_launched(collected):
+    root, _ = collected
+    con = _db(root)
+    linked = con.execute(
+        "SELECT s.value, k.value FROM PYTORCH_API a "
+        "JOIN ENUM_API_TYPE e ON e.id = a.type AND e.name = 'op' "
+        "JOIN STRING_IDS s ON s.id = a.name "
+        "JOIN CONNECTION_IDS c ON c.id = a.connectionId "
+        "JOIN TASK t ON t.connectionId = c.connectionId "
+        "JOIN COMPUTE_TASK_INFO i ON i.globalTaskId = t.globalTaskId "
+        "JOIN STRING_IDS k ON k.id = i.name").fetchall()
+    (tasks,) = con.execute("SELECT COUNT(*) FROM TASK").fetchone()
+    steps = con.execute("SELECT id FROM STEP_TIME ORDER BY id").fetchall()
+    con.close()
+    assert len(linked) == tasks
+    assert ("aten::mm", "gradients/mm") in linked
+    assert [s for (s,) in steps] == [1, 2]  # the two active steps of the schedule
 
 
 def test_invalid_experimental_config_values_are_refused():

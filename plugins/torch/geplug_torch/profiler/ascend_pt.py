@@ -16,7 +16,8 @@ derived from that directory's summaries - nothing is measured twice:
 - ``step_trace_time.csv``: per step, Computing = the sum of kernel durations, Free = the
   rest of the step (one stream, no communication on one device);
 - ``operator_details.csv``: per framework op and input shapes, its device time;
-- ``ascend_pytorch_profiler_{rank}.db`` when ``export_type`` names ``ExportType.Db``.
+- ``ascend_pytorch_profiler_{rank}.db`` when ``export_type`` names ``ExportType.Db``: the
+  msprof database plus torch_npu's framework tables (:mod:`geplug_torch.profiler.ptdb`).
 
 Framework ops are placed on the simulated device clock at their kernel's start (the host
 is not timed per op); documented in docs/torch.md.
@@ -27,14 +28,15 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sqlite3
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from geplug.profiling.layout import AtomicFile, fmt, fmt_ns, write_json
 from geplug.profiling.reader import find_prof_dirs, output_file
+from geplug_torch.profiler.hostops import host_ops
 from geplug_torch.profiler.options import ExportType
+from geplug_torch.profiler.ptdb import write_pytorch_db
 
 if TYPE_CHECKING:
     from geplug_torch.profiler.profile import Collection
@@ -123,7 +125,8 @@ def write_ascend_pt(c: Collection) -> list[str]:
     out.json("trace_view.json", _trace_view(c, prof_dirs))
     _communication(out, prof_dirs, c)
     if ExportType.Db in exp.export_type:
-        _write_db(os.path.join(out.dir, f"ascend_pytorch_profiler_{rank}.db"), out.tables)
+        write_pytorch_db(os.path.join(out.dir, f"ascend_pytorch_profiler_{rank}.db"),
+                         prof_dirs, c)
     write_json(os.path.join(c.root, f"profiler_info_{rank}.json"), {
         "config": {
             "common_config": {
@@ -267,35 +270,34 @@ def _trace_view(c: Collection, prof_dirs: list[str]) -> list[dict[str, Any]]:
         {"ph": "M", "name": "thread_name", "pid": _PYTHON_PID, "tid": 1,
          "args": {"name": "Thread 1"}},
     ]
+    # the steps before the ops they contain (readers sort by start, stably)
+    for step, (begin, end) in sorted(_step_spans(c).items()):
+        events.append({"ph": "X", "name": f"ProfilerStep#{step}", "pid": _PYTHON_PID,
+                       "tid": 1, "ts": fmt_ns(begin), "dur": (end - begin) / 1000,
+                       "cat": "cpu_op", "args": {}})
     flow = 0
-    seq = 0
-    for run in c.runs:
-        for op, start in zip(run.graph.ops, run.starts, strict=True):
-            ts = fmt_ns(_ns(run.base_us, start))
-            args: dict[str, Any] = {"Sequence number": seq, "Fwd thread id": 0,
-                                    "Call stack": ""}
-            if c.prof.record_shapes:
-                args["Input Dims"] = [list(m.shape) for m in op.inputs]
-                args["Input type"] = [m.dtype for m in op.inputs]
-            seq += 1
-            events.append({"ph": "X", "name": f"aten::{op.aten}", "pid": _PYTHON_PID,
-                           "tid": 1, "ts": ts, "dur": round(op.duration_us, 3),
-                           "cat": "cpu_op", "args": args})
-            kernel = kernels.get((op.record.name, ts))
-            if kernel is not None:
-                flow += 1
-                events.append({"ph": "s", "name": "torch_to_npu", "cat": "async_npu",
-                               "id": flow, "pid": _PYTHON_PID, "tid": 1, "ts": ts})
-                events.append({"ph": "f", "name": "torch_to_npu", "cat": "async_npu",
-                               "id": flow, "pid": kernel["pid"], "tid": kernel["tid"],
-                               "ts": kernel["ts"], "bp": "e"})
+    for seq, h in enumerate(host_ops(c)):
+        op = h.op
+        args: dict[str, Any] = {"Sequence number": seq, "Fwd thread id": 0, "Call stack": ""}
+        if c.prof.record_shapes:
+            args["Input Dims"] = [list(m.shape) for m in op.inputs]
+            args["Input type"] = [m.dtype for m in op.inputs]
+        ts = fmt_ns(h.begin_ns)
+        events.append({"ph": "X", "name": f"aten::{op.aten}", "pid": _PYTHON_PID,
+                       "tid": 1, "ts": ts, "dur": (h.end_ns - h.begin_ns) / 1000,
+                       "cat": "cpu_op", "args": args})
+        kernel = kernels.get((op.record.name, fmt_ns(h.kernel_ns)))
+        if kernel is not None:
+            flow += 1
+            events.append({"ph": "s", "name": "torch_to_npu", "cat": "async_npu",
+                           "id": flow, "pid": _PYTHON_PID, "tid": 1, "ts": ts})
+            events.append({"ph": "f", "name": "torch_to_npu", "cat": "async_npu",
+                           "id": flow, "pid": kernel["pid"], "tid": kernel["tid"],
+                           "ts": kernel["ts"], "bp": "e"})
     spans, comp = _step_spans(c), _computing(c)
     events += [{"ph": "M", "name": "process_name", "pid": _OVERLAP_PID, "tid": 0,
                 "args": {"name": "Overlap Analysis"}}]
     for step, (begin, end) in sorted(spans.items()):
-        events.append({"ph": "X", "name": f"ProfilerStep#{step}", "pid": _PYTHON_PID,
-                       "tid": 1, "ts": fmt_ns(begin), "dur": (end - begin) / 1000,
-                       "cat": "cpu_op", "args": {}})
         busy, first = comp.get(step, (0, begin))
         events.append({"ph": "X", "name": "Computing", "pid": _OVERLAP_PID, "tid": 1,
                        "ts": fmt_ns(first), "dur": busy / 1000, "cat": "overlap", "args": {}})
@@ -320,25 +322,3 @@ def _communication(out: _Out, prof_dirs: list[str], c: Collection) -> None:
             steps = sorted({r.step for r in c.runs}) or [0]
             ops = {k: v for k, v in merged.items() if k != "Total Op Info"}
             out.json(name, {f"step{steps[0]}": {"collective": ops, "p2p": {}}})
-
-
-def _write_db(path: str, tables: dict[str, tuple[list[str], list[list[str]]]]) -> None:
-    """One table per summary (upper-case name, text columns as in the CSV headers)."""
-    tmp = path + ".tmp"
-    if os.path.exists(tmp):
-        os.remove(tmp)
-    con = sqlite3.connect(tmp)
-    try:
-        for name, (header, rows) in tables.items():
-            cols = ", ".join(f'"{h}" TEXT' for h in header)
-            con.execute(f'CREATE TABLE "{name.upper()}" ({cols})')
-            marks = ", ".join("?" for _ in header)
-            con.executemany(f'INSERT INTO "{name.upper()}" VALUES ({marks})',
-                            [r[:len(header)] + [""] * (len(header) - len(r)) for r in rows])
-        con.commit()
-    finally:
-        con.close()
-    os.replace(tmp, path)
-
-
-
