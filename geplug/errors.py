@@ -195,7 +195,7 @@ class RankTableError(GeplugError):
         self.code = code
         """The real stack's error code where one exists (EI0004...), else ""."""
         self.issues = tuple(issues)
-        """Every problem found in the table (``geplug.runtime.rank_table.TableIssue``), so a
+        """Every problem found in the table (``geplug.config.rank_table.TableIssue``), so a
         check can report them all at once; empty for a single-problem error."""
 
 

@@ -51,12 +51,23 @@ def _strs(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
+def _read_only(array: Any) -> Any:
+    """A read-only view of ``array`` (payloads handed to plugins are never writable: a
+    plugin that changes data copies it, so no plugin alters what the built-in writers write).
+    Anything that is not an ndarray is kept as given."""
+    if isinstance(array, np.ndarray) and array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
+
+
 @attrs.frozen(kw_only=True)
 class TensorRecord:
-    """One tensor of an op as the device holds it (``array`` already in ``dtype``)."""
+    """One tensor of an op as the device holds it (``array`` already in ``dtype``; a
+    read-only view: copy it to change it)."""
 
     name: str
-    array: np.ndarray = attrs.field(eq=False, repr=False)
+    array: np.ndarray = attrs.field(eq=False, repr=False, converter=_read_only)
     dtype: str
     """numpy/ml_dtypes name: float32, float16, bfloat16, int64, bool, ..."""
     format: str = "ND"

@@ -58,7 +58,7 @@ def _new_card(args: argparse.Namespace) -> int:
     from geplug.products.scaffold import write_card
 
     manager = get_manager()
-    registry = manager.products()
+    registry = manager.products(strict=False)
     if not len(registry):
         print(f"geplug: error: {no_products_message(manager)}", file=sys.stderr)
         return EXIT_USAGE
@@ -89,7 +89,7 @@ def _validate_card(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an installed plugin's trouble is not this card's
-        registry = get_manager().products()
+        registry = get_manager().products(strict=False)
     report = vet_card(args.path, list(registry))
     label = report.name or args.path
     for key, message in report.errors:

@@ -124,7 +124,7 @@ def _read(args: argparse.Namespace) -> tuple[Any, list[Any]] | None:
 def _products(args: argparse.Namespace, config: Any, *, allow_all: bool) -> list[Any] | None:
     from geplug.plugin import get_manager
 
-    registry = get_manager().products()
+    registry = get_manager().products(strict=False)
     if allow_all and getattr(args, "all_products", False):
         return list(registry) or None
     name = args.product or config.soc_version
@@ -166,7 +166,7 @@ def _read_or_usage(args: argparse.Namespace, *, allow_all: bool
     if products is None:
         from geplug.plugin import get_manager
 
-        names = get_manager().products().names()
+        names = get_manager().products(strict=False).names()
         listing = f"installed: {', '.join(names)}" if names else "no product is installed"
         return _usage(f"name a product with --product P ({listing})" +
                       ("; or use --all-products" if allow_all else ""))

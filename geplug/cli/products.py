@@ -107,19 +107,22 @@ def no_products_message(manager: PluginManager) -> str:
 
 
 def cmd_products(args: argparse.Namespace) -> int:
-    """``geplug products [--json]``: one line per product; exit 1 when there is none or a
-    plugin was skipped (its warning says why), as ``geplug plugins`` does."""
+    """``geplug products [--json]``: one line per product; exit 1 when there is none, a
+    plugin was skipped (its warning says why) or two plugins declare one product (that one
+    is left out and named in an error; every other product is listed)."""
     from geplug.plugin import get_manager
     from geplug.products.jsonable import product_summary
 
     manager = get_manager()
-    products = list(manager.products())
+    products = list(manager.products(strict=False))
     if args.json:
         _dump_json([product_summary(p) for p in products])
-    if not products:
+    if manager.conflict is not None:  # the others are listed; the conflicting one is not
+        print(f"geplug: error: {manager.conflict}", file=sys.stderr)
+    if not products and manager.conflict is None:
         print(f"geplug: {no_products_message(manager)}", file=sys.stderr)
         return EXIT_FINDING
-    if not args.json:
+    if not args.json and products:
         rows = [("NAME", "DISPLAY NAME", "FAMILY", "SOC VERSIONS", "INITIALIZE_SYSTEM",
                  "DISTRIBUTION")]
         rows += [
@@ -129,7 +132,8 @@ def cmd_products(args: argparse.Namespace) -> int:
         ]
         sys.stdout.write(_table(rows, wrap={3: SOC_WIDTH}))
     skipped = [r for r in manager.report() if r.status == "skipped"]
-    return EXIT_FINDING if skipped else EXIT_OK  # the products listed, and a finding
+    findings = skipped or manager.conflict is not None
+    return EXIT_FINDING if findings else EXIT_OK  # the products listed, and a finding
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
@@ -139,7 +143,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     from geplug.products.jsonable import to_jsonable
 
     manager = get_manager()
-    registry = manager.products()
+    registry = manager.products(strict=False)
     if not len(registry):
         print(f"geplug: error: {no_products_message(manager)}", file=sys.stderr)
         return EXIT_USAGE

@@ -56,9 +56,20 @@ def _config_arg(path: str | None) -> Any:
     return path
 
 
-def _decision_rows(decisions: Any) -> list[list[str]]:
-    return [[d.node, d.onnx_op, d.op_type, d.engine, d.dtype or "-",
-             d.impl_mode or "-", d.reason] for d in decisions]
+def _decision_rows(compiled: Any) -> list[list[str]]:
+    return [[d.node, d.onnx_op, d.op_type, d.engine, _task_type(compiled, d.node),
+             d.dtype or "-", d.impl_mode or "-", d.reason] for d in compiled.decisions]
+
+
+def _task_type(compiled: Any, node: str) -> str:
+    """msprof's Task Type of the task running ``node`` (:data:`geplug.vocab.TASK_TYPES`;
+    what ``geplug profile summary`` shows), "-" without a device model."""
+    device = getattr(compiled, "device", None)
+    if device is None:
+        return "-"
+    name = device.node_task.get(node)
+    plan = next((p for p in device.tasks if p.name == name), None)
+    return plan.cost.task_type if plan is not None else "-"
 
 
 def _print_table(rows: list[list[str]], header: list[str]) -> None:
@@ -95,8 +106,9 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             print(f"{compiled.name} on {system.product.display_name} ({system.product.name}): "
                   f"{len(compiled.decisions)} ops, simulated device time "
                   f"{compiled.simulated_time_us:.1f} us per step")
-            _print_table(_decision_rows(compiled.decisions),
-                         ["node", "onnx", "op_type", "engine", "dtype", "impl_mode", "reason"])
+            _print_table(_decision_rows(compiled), ["node", "onnx", "op_type", "engine",
+                                                    "task_type", "dtype", "impl_mode",
+                                                    "reason"])
             if compiled.kernel_meta_files:
                 print(f"kernel_meta: {len(compiled.kernel_meta_files)} files in "
                       f"{os.path.dirname(compiled.kernel_meta_files[0])}")
@@ -110,7 +122,8 @@ def _task_of(compiled: Any, node: str) -> dict[str, Any]:
     """The task a decision's node runs in and that task's simulated time."""
     device = getattr(compiled, "device", None)
     task = device.node_task.get(node, node) if device is not None else node
-    return {"task": task, "sim_time_us": compiled.op_times.get(task, 0.0)}
+    return {"task": task, "task_type": _task_type(compiled, node),
+            "sim_time_us": compiled.op_times.get(task, 0.0)}
 
 
 def _task_json(plan: Any) -> dict[str, Any]:
@@ -198,9 +211,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps {args.steps!r}: give a number of steps >= 1",
                          argument="--steps")
     if args.ranks is not None or args.rank_table is not None or args.analytic:
-        from geplug.cli.cluster_cmds import run_cluster
-
-        return run_cluster(args, open_system)
+        return _run_cluster(args)
     _check_output(args.output)
     feeds = _parse_inputs(args.input or [])
     opened = _open_or_usage(args)
@@ -240,6 +251,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for label, where in written.items():  # after shutdown: every file is complete
         print(f"{label + ':':<18}{where}")
     return 0
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    """``run --ranks/--rank-table/--analytic``: the backend's ``cluster`` sub-command runs it
+    (the simulator offers one through ``geplug_subcommands``; the core imports no backend)."""
+    import warnings
+
+    from geplug.errors import GeplugError
+    from geplug.plugin import get_manager
+
+    with warnings.catch_warnings():  # already shown once when the parser was built
+        warnings.simplefilter("ignore")
+        commands = {c.name: c for c in get_manager().subcommands()}
+    if "cluster" not in commands:
+        raise GeplugError("multi-rank runs (--ranks, --rank-table, --analytic) need a backend "
+                          "offering `geplug cluster`: pip install geplug-simulator (from a "
+                          "checkout: pip install -e plugins/simulator)")
+    return int(commands["cluster"].action(args))
 
 
 def _print_findings(outputs: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from geplug import vocab
 from geplug.config.resolved import Source
 
 if TYPE_CHECKING:
@@ -22,17 +23,10 @@ __all__ = [
     "soc_default_problem",
 ]
 
-PRECISION_MODES = (
-    "force_fp32", "cube_fp16in_fp32out", "allow_fp32_to_fp16", "force_fp16",
-    "must_keep_origin_dtype", "allow_mix_precision", "allow_mix_precision_fp16",
-    "allow_mix_precision_bf16", "allow_fp32_to_bf16",
-)
-"""Every precision_mode value of any layer (options.md §5.1)."""
-PRECISION_MODES_V2 = (
-    "fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16", "cube_hif8",
-    "mixed_hif8",
-)
-"""Every precision_mode_v2 value of any layer (options.md §5.2)."""
+PRECISION_MODES = vocab.PRECISION_MODES
+"""Every precision_mode value of any layer (options.md §5.1; :mod:`geplug.vocab`)."""
+PRECISION_MODES_V2 = vocab.PRECISION_MODES_V2
+"""Every precision_mode_v2 value of any layer (options.md §5.2; :mod:`geplug.vocab`)."""
 
 TF_ADAPTER_FRONT_ENDS = ("tf", "python")
 """Front ends whose options pass through the TF adapter (its defaults apply, options.md §12;

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
@@ -15,6 +15,9 @@ __all__ = [
     "DEBUG_CONFIG_ITEMS",
     "DebugConfig",
     "ImplIni",
+    "MixlistEdits",
+    "mixlist_names",
+    "mixlist_state",
     "read_debug_config",
     "read_mixlist",
     "read_precision_ini",
@@ -169,10 +172,16 @@ def read_precision_ini(path: str, allowed: Iterable[str], *, option: str = "op_p
     return ImplIni(by_op_type=maps["ByOpType"], by_node=maps["ByNodeName"]), problems
 
 
+MixlistEdits = dict[str, dict[str, list[str]]]
+"""A validated modify_mixlist file: ``{"black-list": {"to-add": [...], "to-remove": [...]},
+"white-list": {...}}`` (only the lists and actions the file has)."""
+
+
 def read_mixlist(path: str, *, option: str = "modify_mixlist"
-                 ) -> tuple[dict[str, bool | None] | None, list[Problem]]:
-    """Parse a modify_mixlist JSON (options.md §5.5) into op type -> True white / False black
-    / None grey. Removals are applied before additions."""
+                 ) -> tuple[MixlistEdits | None, list[Problem]]:
+    """Parse a modify_mixlist JSON (options.md §5.5) into its validated edits (the only
+    reader of this file: the checker, ``resolve()`` and ``load_modify_mixlist`` use it).
+    :func:`mixlist_state` applies the edits to an op's built-in list."""
     text, problems = _read(option, path)
     if text is None:
         return None, problems
@@ -186,8 +195,7 @@ def read_mixlist(path: str, *, option: str = "modify_mixlist"
         return None, [Problem(option=option, value=path, severity="error",
                               message=f"{path!r} must hold a JSON object",
                               hint='write {"white-list": {"to-add": ["Conv2D"]}}')]
-    out: dict[str, bool | None] = {}
-    adds: list[tuple[str, bool]] = []
+    edits: MixlistEdits = {}
     for key, value in data.items():
         if key not in ("black-list", "white-list"):
             problems.append(Problem(option=option, value=key, severity="error",
@@ -199,7 +207,6 @@ def read_mixlist(path: str, *, option: str = "modify_mixlist"
                                     message=f"{path!r}: {key} must be an object",
                                     hint='write {"to-add": [...], "to-remove": [...]}'))
             continue
-        flag = key == "white-list"
         for action, ops in value.items():
             where = f"{key}.{action}"
             if action not in ("to-add", "to-remove"):
@@ -212,11 +219,31 @@ def read_mixlist(path: str, *, option: str = "modify_mixlist"
                                         message=f"{path!r}: {where} must be a list of op types",
                                         hint='e.g. ["Conv2D", "MatMulV2"]'))
                 continue
-            for op in ops:
-                if action == "to-remove":
-                    out[op] = None
-                else:
-                    adds.append((op, flag))
-    for op, flag in adds:
-        out[op] = flag
-    return out, problems
+            edits.setdefault(key, {})[action] = list(ops)
+    return edits, problems
+
+
+def mixlist_names(edits: Mapping[str, Mapping[str, Sequence[str]]]) -> tuple[str, ...]:
+    """Every op type a modify_mixlist file names, in file order, once."""
+    names = [op for lists in edits.values() for ops in lists.values() for op in ops]
+    return tuple(dict.fromkeys(names))
+
+
+def mixlist_state(builtin: str, op_type: str,
+                  edits: Mapping[str, Mapping[str, Sequence[str]]]) -> str:
+    """The list (``white``/``black``/``grey``) ``op_type`` is on after ``edits``, from its
+    built-in list ``builtin`` (options.md §5.5): removing it from the list it is on makes it
+    grey (removing it from the other list changes nothing), adding it puts it on that list.
+    The one implementation of these rules (precision decisions and ``resolve()`` use it)."""
+    state = builtin
+    black = edits.get("black-list", {}) or {}
+    white = edits.get("white-list", {}) or {}
+    if state == "black" and op_type in (black.get("to-remove") or ()):
+        state = "grey"
+    if state == "white" and op_type in (white.get("to-remove") or ()):
+        state = "grey"
+    if op_type in (black.get("to-add") or ()):
+        state = "black"
+    if op_type in (white.get("to-add") or ()):
+        state = "white"
+    return state

@@ -14,16 +14,13 @@ from typing import Any
 
 import attrs
 
+from geplug import vocab
+
 __all__ = ["PROFILING_KEYS", "ProfilingOptions", "SessionConfig"]
 
-PROFILING_KEYS = (
-    "output", "storage_limit", "training_trace", "task_trace", "task_time", "ge_api", "hccl",
-    "aicpu", "fp_point", "bp_point", "aic_metrics", "aiv_metrics", "l2", "msproftx",
-    "runtime_api", "sys_hardware_mem_freq", "llc_profiling", "sys_io_sampling_freq",
-    "sys_interconnection_freq", "dvpp_freq", "instr_profiling", "instr_profiling_freq",
-    "host_sys", "host_sys_usage", "host_sys_usage_freq", "power",
-)
-"""Keys of profiling_options geplug accepts (options.md §3.2-3.3, policy §12)."""
+PROFILING_KEYS = vocab.PROFILING_KEYS
+"""Keys of profiling_options geplug accepts (options.md §3.2-3.3, policy §12; their kinds in
+:data:`geplug.vocab.PROFILING_KEY_KINDS`)."""
 
 
 def _opt_str(value: Any) -> str | None:

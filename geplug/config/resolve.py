@@ -139,14 +139,15 @@ def resolve(
     # device id (§14: rank table > ASCEND_DEVICE_ID > DEVICE_ID > 0)
     device_id, dev_src = 0, Source.BUILTIN_DEFAULT
     table_device = None
-    if env.get("RANK_TABLE_FILE"):
-        from geplug.errors import GeplugError
-        from geplug.runtime.rank import read_rank_info
+    from geplug.config.rank import read_rank_info
+    from geplug.errors import GeplugError
 
-        try:
-            table_device = read_rank_info(env, product).device_id
-        except GeplugError:
-            table_device = None
+    try:
+        rank = read_rank_info(env, product)  # the one read of the rank table
+    except GeplugError:
+        rank = None  # the check says why
+    if env.get("RANK_TABLE_FILE") and rank is not None:
+        table_device = rank.device_id
     if table_device is not None:
         device_id, dev_src = table_device, Source.env("RANK_TABLE_FILE")
     elif _int_env(env, "ASCEND_DEVICE_ID") is not None:
@@ -233,10 +234,14 @@ def resolve(
     mixlist: dict[str, bool | None] = {}
     sources["mixlist_overrides"] = Source.BUILTIN_DEFAULT
     if c.modify_mixlist is not None:
-        from geplug.config.files import read_mixlist
+        from geplug.config.files import mixlist_names, mixlist_state, read_mixlist
 
-        read, _ = read_mixlist(os.path.join(cwd, c.modify_mixlist))
-        mixlist = read or {}
+        edits, _ = read_mixlist(os.path.join(cwd, c.modify_mixlist))
+        flag = {"white": True, "black": False, "grey": None}
+        for op_type in mixlist_names(edits or {}):
+            reduce = product.op(op_type).precision_reduce
+            builtin = "white" if reduce is True else "black" if reduce is False else "grey"
+            mixlist[op_type] = flag[mixlist_state(builtin, op_type, edits or {})]
         sources["mixlist_overrides"] = Source.USER
 
     fill("soc_version", default_soc(product, soc), Source.PRODUCT_DEFAULT)
@@ -260,4 +265,5 @@ def resolve(
         impl_default=impl_default,
         enable_small_channel=run_mode == 0,
         mixlist_overrides=mixlist,
+        rank=rank,
     )

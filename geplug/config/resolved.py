@@ -79,7 +79,13 @@ class ResolvedConfig:
     mixlist_overrides: Mapping[str, bool | None] = attrs.field(factory=dict)
     """From the modify_mixlist JSON (options.md §5.5): op type -> ``True`` white list (may be
     lowered), ``False`` black list (kept), ``None`` grey list (follows the previous op).
-    Applies on top of each op's ``precision_reduce``; empty when modify_mixlist is unset."""
+    Applies on top of each op's ``precision_reduce``; empty when modify_mixlist is unset.
+    These are the *final* lists of the op types the file names (the file's edits applied to
+    the product's built-in lists by :func:`geplug.config.files.mixlist_state`), so every
+    consumer (precision decisions, the unmatched-names check) sees one answer per op."""
+    rank: Any = attrs.field(default=None, eq=False, repr=False)
+    """The :class:`~geplug.config.rank.RankInfo` read from the rank table and the environment
+    (read once, here; ``None`` when it cannot be read: the check reports why)."""
 
     def source(self, option: str) -> str:
         """Where ``option``'s effective value came from."""
@@ -91,4 +97,5 @@ class ResolvedConfig:
         data["sources"] = dict(self.sources)
         for key in ("impl_by_op_type", "impl_by_node", "mixlist_overrides"):
             data[key] = dict(getattr(self, key))
+        data.pop("rank", None)
         return data

@@ -1,8 +1,9 @@
 """Built-in dump writer plugin (registered before any entry point): routes ``geplug_dump``.
 
-Per system (keyed by ``system.id``) it keeps one :class:`DumpLayout` and the data, overflow,
-statistics and exception writers; ``geplug_shutdown_system`` completes pending files and
-forgets the system. Returns the paths written, which ``System.emit_dump`` collects.
+:class:`DumpPlugin`, instantiated once per plugin manager: per system (keyed by
+``system.id``) it keeps one :class:`DumpLayout` and the data, overflow, statistics and
+exception writers; ``geplug_shutdown_system`` completes pending files and forgets the system.
+Returns the paths written, which ``System.emit_dump`` collects.
 """
 
 from __future__ import annotations
@@ -22,16 +23,7 @@ if TYPE_CHECKING:
     from geplug.events import DumpEvent
     from geplug.runtime.system import System
 
-__all__ = [
-    "GEPLUG_PLUGIN_API",
-    "DumpLayerWarning",
-    "dump_locations",
-    "geplug_dump",
-    "geplug_shutdown_system",
-    "state_for",
-]
-
-GEPLUG_PLUGIN_API = 1
+__all__ = ["DumpLayerWarning", "DumpPlugin", "dump_locations", "state_for"]
 
 
 class DumpLayerWarning(GeplugWarning):
@@ -119,26 +111,68 @@ class SystemDumpState:
         return paths
 
 
-_states: dict[int, SystemDumpState] = {}
-_lock = threading.Lock()
+class DumpPlugin:
+    """The built-in dump writers as a plugin object: one per plugin manager.
+
+    Its state (one :class:`SystemDumpState` per open system, keyed by ``system.id``) lives on
+    the instance, so two managers (two tests, two embedded uses) never share writers.
+    """
+
+    GEPLUG_PLUGIN_API = 1
+
+    def __init__(self) -> None:
+        self._states: dict[int, SystemDumpState] = {}
+        self._lock = threading.Lock()
+
+    def state_for(self, system: System) -> SystemDumpState:
+        """The dump state of ``system`` (created on first use)."""
+        state = self._states.get(system.id)
+        if state is None:
+            with self._lock:
+                state = self._states.get(system.id)
+                if state is None:
+                    state = self._states[system.id] = SystemDumpState(system)
+        return state
+
+    def known(self, system: System) -> SystemDumpState | None:
+        """The dump state of ``system`` when it has one (never creates it)."""
+        return self._states.get(system.id)
+
+    @hookimpl
+    def geplug_dump(self, event: DumpEvent) -> list[str] | None:
+        """Write the data, overflow and exception dumps ``event`` calls for; return their
+        paths."""
+        return _write(event, self.state_for(event.run.system))
+
+    @hookimpl
+    def geplug_shutdown_system(self, system: System) -> None:
+        """Complete the statistics files of ``system``, report ``dump_layer`` names that never
+        ran, and forget its dump state."""
+        with self._lock:
+            state = self._states.pop(system.id, None)
+        if state is not None:
+            state.close()
+
+
+def _plugin_of(system: System) -> DumpPlugin | None:
+    """The :class:`DumpPlugin` registered with ``system``'s manager (None when disabled)."""
+    pm = getattr(getattr(system, "manager", None), "pm", None)
+    found = pm.get_plugin("dump") if pm is not None else None
+    return found if isinstance(found, DumpPlugin) else None
 
 
 def state_for(system: System) -> SystemDumpState:
-    """The dump state of ``system`` (created on first use)."""
-    state = _states.get(system.id)
-    if state is None:
-        with _lock:
-            state = _states.get(system.id)
-            if state is None:
-                state = _states[system.id] = SystemDumpState(system)
-    return state
+    """The dump state of ``system`` in its manager's dump plugin (created on first use)."""
+    plugin = _plugin_of(system)
+    if plugin is None:
+        raise DumpError("the built-in dump plugin is not loaded (GEPLUG_DISABLE_PLUGINS names "
+                        "'dump'); remove 'dump' from GEPLUG_DISABLE_PLUGINS to dump")
+    return plugin.state_for(system)
 
 
-@hookimpl
-def geplug_dump(event: DumpEvent) -> list[str] | None:
+def _write(event: DumpEvent, state: SystemDumpState) -> list[str] | None:
     """Write the data, overflow and exception dumps ``event`` calls for; return their paths."""
     system = event.run.system
-    state = state_for(system)
     if event.kind == "exception":
         if not state.exception_level or state.exception_dir is None:
             return None
@@ -207,7 +241,8 @@ def dump_locations(system: System) -> dict[str, str]:
     (the ``{dump_path}/{time}`` tree of data, overflow and statistics files), ``overflow
     summary`` and ``exception dump`` (the directory), each only when something was written.
     Call it before the system shuts down (statistics files complete at shutdown)."""
-    state = _states.get(system.id)
+    plugin = _plugin_of(system)
+    state = plugin.known(system) if plugin is not None else None
     if state is None:
         return {}
     found: dict[str, str] = {}
@@ -218,13 +253,3 @@ def dump_locations(system: System) -> dict[str, str]:
     if state.exception_files:
         found["exception dump"] = os.path.dirname(state.exception_files[0])
     return found
-
-
-@hookimpl
-def geplug_shutdown_system(system: System) -> None:
-    """Complete the statistics files of ``system``, report ``dump_layer`` names that never
-    ran, and forget its dump state."""
-    with _lock:
-        state = _states.pop(system.id, None)
-    if state is not None:
-        state.close()

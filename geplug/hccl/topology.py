@@ -1,7 +1,7 @@
 """A job's topology: where every rank sits and which link joins two ranks.
 
 Built from the product's ``[topology]`` declaration plus either a rank table (v1.0 / v1.2 /
-v2.0 / legacy, validated by :mod:`geplug.runtime.rank_table`: servers, device ids, device
+v2.0 / legacy, validated by :mod:`geplug.config.rank_table`: servers, device ids, device
 IPs, super-pods) or ``--ranks N`` (``ceil(N / devices_per_server)`` generated servers, one
 super-node when the product has them). :meth:`Topology.route` answers the link type, the
 shared resources a flow occupies (so contended links share their bandwidth), the bandwidth
@@ -94,7 +94,7 @@ class Topology:
     def from_rank_table(cls, product: Product, path: str,
                         env: Mapping[str, str] | None = None) -> Topology:
         """The topology a rank table describes (validated; RankTableError naming the field)."""
-        from geplug.runtime.rank_table import read_rank_table
+        from geplug.config.rank_table import read_rank_table
 
         caps = _caps(product)
         _, ranks = read_rank_table(path, product, env or {})

@@ -64,9 +64,11 @@ def get_product(name: str) -> Product:
 
     ``geplug.get_product("atlas_a2")`` and ``geplug.get_product("Ascend910B3")`` are the same
     product. Raises :class:`~geplug.errors.UnknownProductError` naming the closest names (or
-    saying how to install a product plugin when there is none).
+    saying how to install a product plugin when there is none), or the
+    :class:`~geplug.errors.PluginConflictError` when two plugins declare ``name`` (every
+    other product stays available).
     """
-    return get_manager().products().get(name)
+    return get_manager().products(strict=False).get(name)
 
 
 def plugin_report() -> list[PluginRecord]:

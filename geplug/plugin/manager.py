@@ -27,9 +27,15 @@ import pluggy
 
 from geplug import hookspecs
 from geplug.errors import CapabilityError, GeplugError, GeplugWarning, PluginConflictError
+from geplug.plugin.guard import (
+    install_interrupt_counter,
+    interrupt_count,
+    is_plugin_fault,
+    plugin_output,
+)
 from geplug.plugin.static import StaticInfo, inspect_target
 from geplug.plugin.timing import warn_if_slow
-from geplug.products.assemble import assemble, find_conflict
+from geplug.products.assemble import assemble, find_conflicts
 from geplug.products.load import Declaration
 from geplug.products.query import ProductRegistry
 
@@ -46,10 +52,12 @@ __all__ = [
 DISABLE_ENV = "GEPLUG_DISABLE_PLUGINS"
 ENTRY_POINT_GROUP = "geplug"
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
-    ("dump", "geplug.dump.plugin"),
-    ("profiling", "geplug.profiling.plugin"),
+    ("dump", "geplug.dump.plugin:DumpPlugin"),
+    ("profiling", "geplug.profiling.plugin:ProfilingPlugin"),
 )
-"""(name, module) of the core's own plugins, registered before any entry point."""
+"""(name, ``module:Class``) of the core's own plugins, registered before any entry point.
+Each manager instantiates its own (pytest's ``StepwisePlugin`` is the model): their state
+lives on the instance, never in a module."""
 _HOOK_NAMES: tuple[str, ...] = tuple(sorted(n for n in dir(hookspecs) if n.startswith("geplug_")))
 _RELAYED_HOOKS = frozenset({"geplug_compile"})
 """Hooks called through pluggy's own relay (which honours wrappers). geplug calls every other
@@ -147,6 +155,8 @@ class PluginManager:
         self._declared: dict[str, tuple[str, ...]] = {}
         self.conflict: PluginConflictError | None = None
         """Set by :meth:`report` when two plugins declare one product."""
+        self._open_systems: list[Any] = []
+        """Systems opened with this manager, not yet shut down (see :attr:`open_systems`)."""
         self.unknown_disabled: tuple[str, ...] = ()
         """The :class:`PluginNameWarning` messages of the last :meth:`load` (typo guard)."""
 
@@ -159,6 +169,7 @@ class PluginManager:
 
     def load(self, *, builtins: bool = True, entry_points: bool = True) -> PluginManager:
         """Register the built-in plugins, then every ``geplug`` entry point; returns self."""
+        install_interrupt_counter()
         disabled = self.disabled_names()
         if builtins:
             for name, module in BUILTIN_PLUGINS:
@@ -289,9 +300,13 @@ class PluginManager:
             )
             return
         started = time.perf_counter()
+        before = interrupt_count()
         try:
-            module = loader() if loader is not None else importlib.import_module(target)
-        except Exception as exc:  # a broken plugin must not break the others
+            with plugin_output():
+                module = loader() if loader is not None else _import_target(target)
+        except BaseException as exc:  # a broken plugin must not break the others
+            if not is_plugin_fault(exc, before):
+                raise
             self._skip(record, f"failed to import {target!r}: {type(exc).__name__}: {exc}")
             return
         seconds = time.perf_counter() - started
@@ -320,11 +335,7 @@ class PluginManager:
 
         Never raises: a product conflict is kept in :attr:`conflict` for the caller to show.
         """
-        try:
-            self.products()
-            self.conflict = None
-        except PluginConflictError as exc:
-            self.conflict = exc
+        self.products(strict=False)
         return [
             attrs.evolve(r, products=self._declared.get(r.name, ()))
             for r in sorted(self._records.values(), key=lambda r: (r.origin != "builtin", r.name))
@@ -394,27 +405,37 @@ class PluginManager:
 
     # -- products ------------------------------------------------------------------------
 
-    def products(self) -> ProductRegistry:
+    def products(self, *, strict: bool = True) -> ProductRegistry:
         """The products declared by the loaded plugins (validated once, then cached).
 
         A plugin whose declaration is invalid (or whose ``extends`` base is unavailable) is
-        skipped with a warning and its products are dropped; the others are kept. Raises
-        :class:`PluginConflictError` when two plugins declare one product.
+        skipped with a warning and its products are dropped; the others are kept. When two
+        plugins declare one product, ``strict`` (the default) raises that
+        :class:`PluginConflictError`; ``strict=False`` (what the CLI, ``get_product`` and
+        ``initialize_system`` use) returns every *other* product, and looking the conflicting
+        name up raises the conflict error naming both distributions.
         """
-        if self._registry is not None:
-            return self._registry
+        if self._registry is None:
+            self._registry = self._build_registry()
+        if strict and self.conflict is not None:
+            raise self.conflict
+        return self._registry
+
+    def _build_registry(self) -> ProductRegistry:
+        """Assemble the registry; sets :attr:`conflict` (the first conflict) or clears it."""
         collected = self._collect_declarations()
-        conflict = find_conflict(collected)
-        if conflict is not None:
-            product, first, second = conflict
+        conflicts: dict[str, PluginConflictError] = {}
+        for product, first, second in find_conflicts(collected):
             pair = (self._records[first].provider, self._records[second].provider)
-            raise PluginConflictError(
+            conflicts[product] = PluginConflictError(
                 f"product {product!r} is declared by two plugins: {pair[0]} and {pair[1]}; "
                 f"uninstall one of them or disable one with {DISABLE_ENV}={first} or "
                 f"{DISABLE_ENV}={second}",
                 product=product,
                 providers=pair,
             )
+        self.conflict = next(iter(conflicts.values()), None)
+        collected = [(p, d) for p, d in collected if d.name not in conflicts]
         providers = {name: record.provider for name, record in self._records.items()}
         while True:
             assembly = assemble(collected, providers)
@@ -425,24 +446,27 @@ class PluginManager:
         self._declared = dict(assembly.declared)
         unavailable = {k: v for k, v in self._unavailable_products().items()
                        if k not in assembly.products}
-        self._registry = ProductRegistry(assembly.products, unavailable=unavailable)
-        for soc, names in sorted(self._registry.soc_owners().items()):
+        registry = ProductRegistry(assembly.products, unavailable=unavailable,
+                                   conflicts=conflicts)
+        for soc, names in sorted(registry.soc_owners().items()):
             if len(names) > 1:
                 who = " and ".join(f"{n} ({assembly.products[n].distribution})" for n in names)
                 warnings.warn(SocConflictWarning(
                     f"SoC version {soc!r} is declared by several products: {who}; looking a "
                     "product up by this SoC fails until one plugin drops it (SoC strings must "
-                    "be unique across installed products)"), stacklevel=2)
-        return self._registry
+                    "be unique across installed products)"), stacklevel=3)
+        return registry
 
     def _collect_declarations(self) -> list[tuple[str, Declaration]]:
         """(plugin name, declaration) from every ``geplug_capabilities``; raisers skipped."""
         collected: list[tuple[str, Declaration]] = []
         for impl in list(self.pm.hook.geplug_capabilities.get_hookimpls()):
             started = time.perf_counter()
+            before = interrupt_count()
             try:
-                result: Any = impl.function()
-                declarations = list(result or ())
+                with plugin_output():
+                    result: Any = impl.function()
+                    declarations = list(result or ())
                 self._add_load_time(impl.plugin_name, time.perf_counter() - started)
                 for decl in declarations:
                     if not isinstance(decl, Declaration):
@@ -453,7 +477,9 @@ class PluginManager:
             except CapabilityError as exc:
                 self._skip(self._records[impl.plugin_name], f"invalid capabilities: {exc}")
                 continue
-            except Exception as exc:  # a broken plugin must not break the others
+            except BaseException as exc:  # a broken plugin must not break the others
+                if not is_plugin_fault(exc, before):
+                    raise
                 self._skip(self._records[impl.plugin_name],
                            f"geplug_capabilities raised {type(exc).__name__}: {exc}")
                 continue
@@ -474,11 +500,15 @@ class PluginManager:
         """Call every implementation of a notify hook in turn, isolating failures.
 
         A :class:`GeplugError` (a deliberate stop, e.g. the disk is full) propagates after the
-        remaining implementations are skipped. Any other exception from a third-party plugin
-        disables that plugin with a warning - after its ``geplug_shutdown_system`` was given
-        every open system, so what it wrote is completed - and the call goes on with the
-        others. A built-in plugin's exception propagates: disabling geplug's own dump or
-        profiling writers would silently lose the artifacts the user asked for.
+        remaining implementations are skipped, and so does a real interrupt (Ctrl-C). Any
+        other exception from a third-party plugin - ``SystemExit`` and a ``KeyboardInterrupt``
+        it raised itself included - or a result of the wrong type (``geplug_dump``: ``None``
+        or a list of paths) disables that plugin with a warning naming the plugin, its
+        distribution and the hook - after its ``geplug_shutdown_system`` was given every open
+        system, so what it wrote is completed - and the call goes on with the others. A
+        built-in plugin's exception propagates: disabling geplug's own dump or profiling
+        writers would silently lose the artifacts the user asked for. What a plugin prints
+        goes to stderr (:func:`geplug.plugin.guard.plugin_output`).
         """
         results = []
         cached = self._impls.get(hook_name)
@@ -487,33 +517,87 @@ class PluginManager:
         else:
             impls = self._implementations(hook_name)
         nargs = len(kwargs)
-        for function, argnames, plugin_name in impls:
+        check = _RESULT_CHECKS.get(hook_name)
+        before = interrupt_count()
+        with plugin_output():
+            for function, argnames, plugin_name in impls:
+                try:
+                    if len(argnames) == nargs:  # the usual case: it takes every argument
+                        result = function(**kwargs)
+                    else:
+                        result = function(**{a: kwargs[a] for a in argnames})
+                    if check is not None and result is not None:
+                        wrong = check(result)
+                        if wrong:
+                            raise _WrongResult(wrong)
+                    results.append(result)
+                except GeplugError:
+                    raise
+                except BaseException as exc:
+                    record = self._records.get(plugin_name)
+                    if (record is None or record.origin == "builtin"
+                            or not is_plugin_fault(exc, before)):
+                        raise  # outside our policy, a real Ctrl-C, or geplug's own writer
+                    self._flush_before_skip(plugin_name)
+                    self._skip(record, _fault(hook_name, exc))
+        return results
+
+    def call_first(
+        self, hook_name: str, accept: Callable[[Any], str], *, only: str | None = None,
+        failed: dict[str, str] | None = None, **kwargs: Any,
+    ) -> tuple[Any, str]:
+        """Call a firstresult hook's implementations in pluggy's order, isolating each.
+
+        Returns ``(result, plugin name)`` of the first implementation returning something
+        other than ``None`` that ``accept`` takes (``accept(result)`` returns ``""``, or what
+        is wrong with it), or ``(None, "")``. A third-party implementation that raises (any
+        exception but a :class:`GeplugError` or a real interrupt) or returns what ``accept``
+        refuses is disabled with a warning naming plugin, distribution and hook, and the next
+        one is asked; a built-in's exception propagates. ``only``: ask just that plugin;
+        ``failed`` (a dict) receives plugin name -> why it was disabled.
+        """
+        before = interrupt_count()
+        for function, argnames, plugin_name in self._implementations(hook_name):
+            if only is not None and plugin_name != only:
+                continue
             try:
-                if len(argnames) == nargs:  # the usual case: it takes every argument passed
-                    results.append(function(**kwargs))
-                else:
-                    results.append(function(**{a: kwargs[a] for a in argnames}))
+                with plugin_output():
+                    result = function(**{a: kwargs[a] for a in argnames})
+                if result is None:
+                    continue
+                wrong = accept(result)
+                if wrong:
+                    raise _WrongResult(wrong)
             except GeplugError:
                 raise
-            except Exception as exc:
+            except BaseException as exc:
                 record = self._records.get(plugin_name)
-                if record is None or record.origin == "builtin":
-                    raise  # outside our policy, or geplug's own writer: never silently off
-                self._flush_before_skip(plugin_name)
-                self._skip(record, f"{hook_name} raised {type(exc).__name__}: {exc}")
-        return results
+                if (record is None or record.origin == "builtin"
+                        or not is_plugin_fault(exc, before)):
+                    raise
+                reason = _fault(hook_name, exc)
+                if failed is not None:
+                    failed[plugin_name] = f"disabled: {reason}"
+                self._skip(record, reason)
+                continue
+            return result, plugin_name
+        return None, ""
+
+    @property
+    def open_systems(self) -> list[Any]:
+        """The systems opened with this manager and not yet shut down (oldest first)."""
+        return self._open_systems
 
     def _flush_before_skip(self, plugin_name: str) -> None:
         """Give a failing plugin's ``geplug_shutdown_system`` every open system first."""
-        from geplug.runtime import api
-
         shutdown = getattr(self.pm.get_plugin(plugin_name), "geplug_shutdown_system", None)
         if not callable(shutdown):
             return
-        for system in list(api._current):
+        for system in list(self._open_systems):
             try:
-                shutdown(system=system)
-            except Exception:  # it is being disabled for failing already
+                with plugin_output():
+                    shutdown(system=system)
+            except BaseException:  # it is being disabled for failing already
                 continue
 
     def _implementations(self, hook_name: str) -> list[_Impl]:
@@ -539,13 +623,30 @@ class PluginManager:
         return impls
 
     def call_all(self, hook_name: str, **kwargs: Any) -> list[BaseException]:
-        """Call every implementation even if some raise; return the exceptions raised."""
+        """Call every implementation even if some raise; return the built-ins' exceptions.
+
+        A third-party implementation that raises (``SystemExit`` and a self-raised
+        ``KeyboardInterrupt`` included) is disabled with a warning naming plugin,
+        distribution and hook; a built-in's exception (or a :class:`GeplugError`) is
+        returned for the caller to raise once every implementation ran.
+        """
         errors: list[BaseException] = []
-        for function, argnames, _ in self._implementations(hook_name):
+        before = interrupt_count()
+        for function, argnames, plugin_name in self._implementations(hook_name):
             try:
-                function(**{a: kwargs[a] for a in argnames})
-            except Exception as exc:
-                errors.append(exc)
+                with plugin_output():
+                    function(**{a: kwargs[a] for a in argnames})
+            except BaseException as exc:
+                record = self._records.get(plugin_name)
+                if (isinstance(exc, GeplugError) or record is None
+                        or record.origin == "builtin"):
+                    if isinstance(exc, Exception):
+                        errors.append(exc)
+                        continue
+                    raise
+                if not is_plugin_fault(exc, before):
+                    raise
+                self._skip(record, _fault(hook_name, exc))
         return errors
 
     def has_external(self, hook_name: str) -> bool:
@@ -577,19 +678,22 @@ class PluginManager:
 
         seen = set(taken)
         found: list[Any] = []
+        before = interrupt_count()
         for impl in list(reversed(self.pm.hook.geplug_subcommands.get_hookimpls())):
             record = self._records.get(impl.plugin_name)
             try:
-                returned: Any = impl.function()
-                result = list(returned or ())
+                with plugin_output():
+                    returned: Any = impl.function()
+                    result = list(returned or ())
                 bad = [r for r in result if not isinstance(r, Subcommand)]
                 if bad:
                     raise TypeError(f"returned {type(bad[0]).__name__}, expected "
                                     "geplug.backend.Subcommand records")
-            except Exception as exc:
-                if record is None or record.origin == "builtin":
+            except BaseException as exc:
+                if (record is None or record.origin == "builtin"
+                        or not is_plugin_fault(exc, before)):
                     raise
-                self._skip(record, f"geplug_subcommands raised {type(exc).__name__}: {exc}")
+                self._skip(record, _fault("geplug_subcommands", exc))
                 continue
             for command in result:
                 if command.name in seen:
@@ -602,9 +706,44 @@ class PluginManager:
                 found.append(command)
         return found
 
+    def has_wrapper(self, hook_name: str) -> bool:
+        """Whether an implementation of ``hook_name`` is a wrapper (only relayed hooks)."""
+        return any(i.hookwrapper or i.wrapper
+                   for i in getattr(self.pm.hook, hook_name).get_hookimpls())
+
     def implementers(self, hook_name: str) -> list[str]:
         """Names of the plugins implementing ``hook_name``, in call order."""
         return [i.plugin_name for i in reversed(getattr(self.pm.hook, hook_name).get_hookimpls())]
+
+
+class _WrongResult(TypeError):
+    """A hook implementation returned a value of the wrong kind (the message says which)."""
+
+
+def _fault(hook_name: str, exc: BaseException) -> str:
+    """The reason recorded for a plugin disabled for ``exc`` in ``hook_name``."""
+    if isinstance(exc, _WrongResult):
+        return f"{hook_name} returned {exc}"
+    return f"{hook_name} raised {type(exc).__name__}: {exc}"
+
+
+def _paths_or_none(result: Any) -> str:
+    """What is wrong with a ``geplug_dump`` result ("" for a path or a list of paths)."""
+    items = result if isinstance(result, (list, tuple)) else [result]
+    bad = [r for r in items if not isinstance(r, (str, os.PathLike))]
+    if bad:
+        return (f"{type(bad[0]).__name__} {_short(bad[0])}, expected None or a list of the "
+                "paths written")
+    return ""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_RESULT_CHECKS: dict[str, Callable[[Any], str]] = {"geplug_dump": _paths_or_none}
+"""Notify hooks whose results geplug uses, and the check each result must pass."""
 
 
 def _wrapper_hooks(pm: pluggy.PluginManager, name: str) -> list[str]:
@@ -617,6 +756,16 @@ def _wrapper_hooks(pm: pluggy.PluginManager, name: str) -> list[str]:
             if impl.plugin_name == name and (impl.hookwrapper or impl.wrapper):
                 found.append(caller.name)
     return sorted(found)
+
+
+def _import_target(target: str) -> Any:
+    """``package.module`` -> the module; ``package.module:Class`` -> a new ``Class()``."""
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    if not attr:
+        return module
+    found = getattr(module, attr)
+    return found() if isinstance(found, type) else found
 
 
 def _hookimpl_names(plugin: object) -> Iterable[str]:

@@ -8,9 +8,7 @@ black or white). The built-in flags are product data (``OpSupport.precision_redu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from geplug.errors import CompileError
@@ -65,19 +63,10 @@ def list_state(op_type: str, precision_reduce: bool | None, overrides: Any = Non
     norm = overrides if _is_normalized(overrides) else normalize_overrides(overrides)
     if "states" in norm:
         return str(norm["states"].get(op_type, state))
+    from geplug.config.files import mixlist_state
+
     edits: Mapping[str, Any] = norm.get("edits", {})
-    black = edits.get("black-list", {}) or {}
-    white = edits.get("white-list", {}) or {}
-    # options.md §5.5: to-remove from a list -> grey; to-add -> that list.
-    if state == BLACK and op_type in (black.get("to-remove") or ()):
-        state = GREY
-    if state == WHITE and op_type in (white.get("to-remove") or ()):
-        state = GREY
-    if op_type in (black.get("to-add") or ()):
-        state = BLACK
-    if op_type in (white.get("to-add") or ()):
-        state = WHITE
-    return state
+    return mixlist_state(state, op_type, edits)  # options.md §5.5, one implementation
 
 
 def _is_normalized(value: Any) -> bool:
@@ -85,23 +74,15 @@ def _is_normalized(value: Any) -> bool:
 
 
 def load_modify_mixlist(path: str) -> dict[str, Any]:
-    """Read a modify_mixlist JSON file (options.md §5.5) into the ``edits`` override shape."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CompileError(
-            f"modify_mixlist file {path!r} cannot be read ({exc.strerror}); give an existing "
-            "JSON file", node="modify_mixlist",
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise CompileError(
-            f"modify_mixlist file {path!r} is not valid JSON (line {exc.lineno}: {exc.msg}); "
-            'expected {"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": ...}',
-            node="modify_mixlist",
-        ) from None
-    if not isinstance(data, dict):
-        raise CompileError(
-            f"modify_mixlist file {path!r} holds {type(data).__name__}, expected a JSON object "
-            "with black-list / white-list", node="modify_mixlist",
-        )
-    return {"edits": data}
+    """Read a modify_mixlist JSON file (options.md §5.5) into the ``edits`` override shape,
+    through the one reader of that file (:func:`geplug.config.files.read_mixlist`); its
+    first error is a :class:`CompileError`."""
+    from geplug.config.files import read_mixlist
+
+    edits, problems = read_mixlist(path)
+    errors = [p for p in problems if p.severity == "error"]
+    if edits is None or errors:
+        first = errors[0] if errors else None
+        why = f"{first.message}; {first.hint}" if first is not None else "cannot be read"
+        raise CompileError(f"modify_mixlist file {path!r}: {why}", node="modify_mixlist")
+    return {"edits": edits}

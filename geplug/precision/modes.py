@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from geplug import vocab
+
 if TYPE_CHECKING:
     from geplug.config.resolved import ResolvedConfig
     from geplug.products.schema import Product
@@ -24,28 +26,22 @@ __all__ = [
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 """The dtypes the selection table of options.md §5.4 speaks about."""
 
-V1_MODES = {
-    "allow_fp32_to_fp16": "allow_fp32_to_fp16",
-    "force_fp16": "force_fp16",
-    "force_fp32": "force_fp32",
+_V1_ALIASES = {
     "cube_fp16in_fp32out": "force_fp32",
-    "must_keep_origin_dtype": "must_keep_origin_dtype",
     "allow_mix_precision": "allow_mix_precision_fp16",
-    "allow_mix_precision_fp16": "allow_mix_precision_fp16",
-    "allow_mix_precision_bf16": "allow_mix_precision_bf16",
-    "allow_fp32_to_bf16": "allow_fp32_to_bf16",
 }
-"""precision_mode value -> selection rule (options.md §5.1: the documented aliases share one)."""
+V1_MODES = {mode: _V1_ALIASES.get(mode, mode) for mode in vocab.PRECISION_MODES}
+"""precision_mode value -> selection rule (options.md §5.1: the documented aliases share one;
+every other mode is its own rule). The values are :data:`geplug.vocab.PRECISION_MODES`."""
 
-V2_MODES = {
+_V2_RULES = {
     "fp16": "fp16_v2",
     "origin": "must_keep_origin_dtype",
     "cube_fp16in_fp32out": "force_fp32",
     "mixed_float16": "allow_mix_precision_fp16",
     "mixed_bfloat16": "allow_mix_precision_bf16",
-    "mixed_hif8": "mixed_hif8",
-    "cube_hif8": "cube_hif8",
 }
+V2_MODES = {mode: _V2_RULES.get(mode, mode) for mode in vocab.PRECISION_MODES_V2}
 """precision_mode_v2 value -> selection rule (options.md §5.2 equivalences; v2 ``fp16`` has
 its own rule: no "supports all three dtypes" condition, §5.4)."""
 

@@ -190,15 +190,8 @@ def decide(
     :func:`~geplug.precision.implmode.choose_impl_mode` for the dtype each op computes in.
     """
     mode = effective_mode(config, product)
-    raw = mixlist_overrides if mixlist_overrides is not None else getattr(
-        config, "mixlist_overrides", None
-    )
-    if raw is None and config.config.modify_mixlist and mode.is_mixed:
-        from geplug.precision.mixlist import load_modify_mixlist
-
-        overrides: dict[str, Any] = load_modify_mixlist(config.config.modify_mixlist)
-    else:
-        overrides = normalize_overrides(raw)
+    raw = mixlist_overrides if mixlist_overrides is not None else config.mixlist_overrides
+    overrides: dict[str, Any] = normalize_overrides(raw)  # resolved: never re-read the file
     lowered_by_node: dict[str, bool] = {}
     decisions: list[OpDecision] = []
     floats = product_float_dtypes(product)

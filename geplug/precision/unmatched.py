@@ -32,27 +32,23 @@ def _unmatched(names: Iterable[str], known: set[str]) -> list[str]:
 
 
 def warn_unmatched(config: Any, product: Any, op_types: set[str], nodes: set[str]) -> None:
-    """Warn about user-file names that matched none of ``op_types`` / ``nodes`` (compiled)."""
+    """Warn about user-file names that matched none of ``op_types`` / ``nodes`` (compiled),
+    from the resolved configuration ``config`` (its parsed files; nothing is re-read)."""
     if not (op_types or nodes):
         return
-    from geplug.config.files import read_mixlist, read_precision_ini
-
     options = config.config
-    if options.op_precision_mode:
-        ini, _ = read_precision_ini(options.op_precision_mode, product.implmode.ini_values)
-        if ini is not None:
-            for section, names, known in (("[ByOpType]", ini.by_op_type, op_types),
-                                          ("[ByNodeName]", ini.by_node, nodes)):
-                missing = _unmatched(names, known)
-                if missing:
-                    warnings.warn(UnmatchedNameWarning(
-                        f"op_precision_mode {options.op_precision_mode!r} {section} names "
-                        f"that matched no op of the compiled models: {', '.join(missing)}; "
-                        "op types are the Ascend ones (geplug compile shows them)"),
-                        stacklevel=2)
-    if options.modify_mixlist:
-        mixlist, _ = read_mixlist(options.modify_mixlist)
-        missing = _unmatched(mixlist or {}, op_types)
+    if options.op_precision_mode:  # resolve() parsed the ini into impl_by_op_type / _node
+        for section, names, known in (("[ByOpType]", config.impl_by_op_type, op_types),
+                                      ("[ByNodeName]", config.impl_by_node, nodes)):
+            missing = _unmatched(names, known)
+            if missing:
+                warnings.warn(UnmatchedNameWarning(
+                    f"op_precision_mode {options.op_precision_mode!r} {section} names "
+                    f"that matched no op of the compiled models: {', '.join(missing)}; "
+                    "op types are the Ascend ones (geplug compile shows them)"),
+                    stacklevel=2)
+    if options.modify_mixlist:  # resolve() parsed the file into mixlist_overrides
+        missing = _unmatched(config.mixlist_overrides, op_types)
         if missing:
             warnings.warn(UnmatchedNameWarning(
                 f"modify_mixlist {options.modify_mixlist!r} names op types that no compiled "

@@ -16,7 +16,7 @@ from geplug.products.coherence import did_you_mean
 from geplug.products.load import Declaration, build_product, merge_over_base
 from geplug.products.schema import Product
 
-__all__ = ["Assembly", "assemble", "find_conflict"]
+__all__ = ["Assembly", "assemble", "find_conflict", "find_conflicts"]
 
 Collected = Sequence[tuple[str, Declaration]]
 """(plugin name, declaration) pairs, in hook call order."""
@@ -43,6 +43,17 @@ def find_conflict(collected: Collected) -> tuple[str, str, str] | None:
         if first != plugin_name:
             return decl.name, first, plugin_name
     return None
+
+
+def find_conflicts(collected: Collected) -> list[tuple[str, str, str]]:
+    """``(product, first plugin, second plugin)`` for every product two plugins declare."""
+    seen: dict[str, str] = {}
+    found: dict[str, tuple[str, str, str]] = {}
+    for plugin_name, decl in collected:
+        first = seen.setdefault(decl.name, plugin_name)
+        if first != plugin_name and decl.name not in found:
+            found[decl.name] = (decl.name, first, plugin_name)
+    return list(found.values())
 
 
 def assemble(collected: Collected, providers: Mapping[str, str]) -> Assembly:

@@ -8,6 +8,8 @@ product is installed. Sources: ``docs/reference/options.md`` and ``formats.md``.
 
 from __future__ import annotations
 
+from geplug import vocab
+
 __all__ = [
     "AIC_METRICS_GROUPS",
     "BF16_MODES",
@@ -26,18 +28,11 @@ __all__ = [
     "SELECT_IMPLMODES",
 ]
 
-PRECISION_MODES = frozenset({
-    "force_fp32", "cube_fp16in_fp32out", "allow_fp32_to_fp16", "force_fp16",
-    "must_keep_origin_dtype", "allow_mix_precision", "allow_mix_precision_fp16",
-    "allow_mix_precision_bf16", "allow_fp32_to_bf16",
-})
-"""precision_mode values (options.md §5.1)."""
-PRECISION_MODES_V2 = frozenset({
-    "fp16", "origin", "cube_fp16in_fp32out", "mixed_float16", "mixed_bfloat16", "cube_hif8",
-    "mixed_hif8",
-})
-"""precision_mode_v2 values (options.md §5.2)."""
-BF16_MODES = frozenset({"allow_mix_precision_bf16", "allow_fp32_to_bf16", "mixed_bfloat16"})
+PRECISION_MODES = frozenset(vocab.PRECISION_MODES)
+"""precision_mode values (options.md §5.1; defined in :mod:`geplug.vocab`)."""
+PRECISION_MODES_V2 = frozenset(vocab.PRECISION_MODES_V2)
+"""precision_mode_v2 values (options.md §5.2; defined in :mod:`geplug.vocab`)."""
+BF16_MODES = frozenset(vocab.BF16_MODES)
 """The modes that need bf16 kernels (options.md §11 R10)."""
 IMPL_INI_VALUES = frozenset({
     "high_precision", "high_performance", "enable_float_32_execution",
@@ -50,7 +45,7 @@ SELECT_IMPLMODES = frozenset({
     "enable_float_32_execution", "enable_hi_float_32_execution",
 })
 """op_select_implmode values over all layers (options.md §9.1)."""
-DUMP_DEBUG_MODES = frozenset({"aicore_overflow", "atomic_overflow", "all"})
+DUMP_DEBUG_MODES = frozenset(vocab.DUMP_DEBUG_MODES)
 """dump_debug_mode values (options.md §4.6)."""
 DEBUG_LEVELS = ("0", "1", "2", "3", "4")
 """op_debug_level values (options.md §7.1); the keys of ``[debug.kernel_meta]``."""
@@ -58,25 +53,15 @@ KERNEL_META_SUFFIXES = (".o", ".json", ".cce", "_loc.json", "_compute.json")
 """Files kernel_meta can hold, in the order formats.md §5 lists them."""
 DEBUG_CONFIG_ITEMS = frozenset({"oom", "dump_cce", "dump_loc", "ccec_O0", "ccec_g", "check_flag"})
 """op_debug_config items (options.md §7.2)."""
-AIC_METRICS_GROUPS = (
-    "ArithmeticUtilization", "PipeUtilization", "Memory", "MemoryL0", "MemoryUB",
-    "ResourceConflictRatio", "L2Cache", "MemoryAccess", "PipelineExecuteUtilization",
-)
+AIC_METRICS_GROUPS = vocab.AIC_METRICS_GROUPS
 """Every named aic_metrics group of options.md §13.2 (``Custom:`` events aside)."""
 INSTR_PROFILING_STYLES = ("switch", "frequency", "unsupported")
 """How a product offers instruction profiling (options.md §3.3, R22-R23): the
 ``instr_profiling`` on/off switch, ``instr_profiling_freq`` (with its exclusions), or not."""
-PROFILING_SWITCHES = frozenset({
-    "training_trace", "task_trace", "hccl", "aicpu", "fp_point", "bp_point", "aic_metrics",
-    "aiv_metrics", "l2", "task_time", "runtime_api", "ge_api", "msproftx", "llc_profiling",
-    "host_sys", "power",
-})
+PROFILING_SWITCHES = frozenset(vocab.COLLECTION_KEYS)
 """profiling_options keys that turn a collection on (options.md §3.3); what an
 ``instr_profiling_exclusions`` list may name."""
-FREQUENCY_OPTIONS = frozenset({
-    "sys_hardware_mem_freq", "sys_io_sampling_freq", "sys_interconnection_freq", "dvpp_freq",
-    "host_sys_usage_freq", "instr_profiling_freq", "sys_lp_freq",
-})
+FREQUENCY_OPTIONS = frozenset(vocab.FREQUENCY_KEYS)
 """profiling_options keys that take a sampling frequency (options.md §3.2-3.3)."""
 HOST_SYS_ITEMS = frozenset({"cpu", "mem", "disk", "network", "osrt"})
 """host_sys values (options.md §3.3)."""

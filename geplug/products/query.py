@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from geplug.errors import CapabilityError, UnknownProductError
+from geplug.errors import CapabilityError, GeplugError, UnknownProductError
 from geplug.products.schema import Product
 
 __all__ = ["ProductRegistry", "capability_value"]
@@ -48,6 +48,9 @@ class ProductRegistry:
     unavailable: Mapping[str, str] = attrs.field(factory=dict)
     """Product name or SoC string -> why it is missing although a plugin declaring it is
     installed (disabled by GEPLUG_DISABLE_PLUGINS, or skipped); filled by the plugin manager."""
+    conflicts: Mapping[str, GeplugError] = attrs.field(factory=dict)
+    """Product name -> the :class:`~geplug.errors.PluginConflictError` of the two plugins that
+    both declare it; such a product is left out and looking it up raises that error."""
 
     def __iter__(self) -> Iterator[Product]:
         return iter(self.products[name] for name in sorted(self.products))
@@ -76,6 +79,8 @@ class ProductRegistry:
             raise UnknownProductError(repr(name), [], self.names())
         if name in self.products:
             return self.products[name]
+        if name in self.conflicts:
+            raise self.conflicts[name]
         owners = [p for p in self if name in p.soc_versions]
         if len(owners) > 1:
             raise UnknownProductError(name, [p.name for p in owners], self.names(),

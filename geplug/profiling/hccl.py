@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from geplug.config.rank import WORLD_GROUP
 from geplug.events import CommInfo
 from geplug.profiling.layout import fmt
-from geplug.runtime.rank import WORLD_GROUP
 
 __all__ = ["GROUP", "HEADER", "CommCollector"]
 

@@ -9,6 +9,7 @@ import contextlib
 import os
 from typing import Any
 
+from geplug import vocab
 from geplug.atomic import create_temp
 from geplug.errors import ProfilingError
 from geplug.limits import escape_controls, iter_csv
@@ -36,8 +37,9 @@ def _matplotlib() -> Any:
 
 MAX_LANES = 16
 """Op types drawn as their own timeline lane; the rest share an ``other`` lane."""
-_TYPE_COLOURS = {"AI_CORE": "#1f77b4", "AI_VECTOR_CORE": "#2ca02c", "AI_CPU": "#d62728",
-                 "MIX_AIC": "#9467bd", "MIX_AIV": "#8c564b", "COMMUNICATION": "#ff7f0e"}
+_TYPE_COLOURS = dict(zip(vocab.TASK_TYPES, ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
+                                             "#d62728", "#ff7f0e"), strict=True))
+"""A colour per task type (:data:`geplug.vocab.TASK_TYPES`, in its order)."""
 
 
 def _read_tasks(summary: str) -> list[tuple[str, str, float, float]]:

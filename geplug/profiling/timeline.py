@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import IO, TYPE_CHECKING, Any
 
+from geplug.config.rank import WORLD_GROUP
 from geplug.profiling.layout import fmt_ns, us_to_ns
-from geplug.runtime.rank import WORLD_GROUP
 
 if TYPE_CHECKING:
     from geplug.profiling.task_collector import TaskRow

@@ -109,9 +109,9 @@ def _open(
     from geplug.config import check, resolve
     from geplug.config.parse import parse_source
     from geplug.config.problems import unique
+    from geplug.config.rank import read_rank_info
     from geplug.plugin import get_manager
     from geplug.products.schema import Product
-    from geplug.runtime.rank import read_rank_info
 
     manager = manager if manager is not None else get_manager()
     env = dict(os.environ if env is None else env)
@@ -129,40 +129,50 @@ def _open(
     resolved = resolve(cfg, prod, env=env, soc=soc)
     if device_id is not None:
         resolved = attrs.evolve(resolved, device_id=device_id)
-    rank = read_rank_info(env, prod)
+    rank = resolved.rank if resolved.rank is not None else read_rank_info(env, prod)
     system = System(product=prod, config=resolved, manager=manager, rank=rank)
-    impls = list(reversed(manager.pm.hook.geplug_init_system.get_hookimpls()))
-    if backend is not None:
-        impls = [i for i in impls if i.plugin_name == backend]
-        if not impls:
-            raise BackendError(manager.backend_hint(backend) or (
-                f"backend {backend!r} is not installed (backends: "
-                f"{', '.join(manager.implementers('geplug_init_system')) or 'none'}); "
-                "install it or call initialize_system without backend="),
-                reasons={backend: "not installed"},
-            )
-    for impl in impls:
-        runtime = impl.function(system=system)
-        if runtime is not None:
-            system.runtime = runtime
-            system.backend = impl.plugin_name
-            break
-        system.pass_reasons.setdefault(impl.plugin_name, "returned None")
-    else:
+    if backend is not None and backend not in manager.implementers("geplug_init_system"):
+        raise BackendError(manager.backend_hint(backend) or (
+            f"backend {backend!r} is not installed (backends: "
+            f"{', '.join(manager.implementers('geplug_init_system')) or 'none'}); "
+            "install it or call initialize_system without backend="),
+            reasons={backend: "not installed"},
+        )
+    runtime, served_by = manager.call_first("geplug_init_system", _runtime_problem,
+                                            only=backend, failed=system.pass_reasons,
+                                            system=system)
+    if runtime is None:
+        for name in manager.implementers("geplug_init_system"):
+            if backend is None or name == backend:
+                system.pass_reasons.setdefault(name, "returned None")
         asked = system.pass_reasons or {"(none)": "no backend plugin is loaded"}
         detail = "; ".join(f"{name}: {why}" for name, why in asked.items())
         raise BackendError(
             f"no backend serves product {prod.name!r} ({detail}); {manager.backend_hint()}",
             reasons=asked,
         )
+    system.runtime = runtime
+    system.backend = served_by
+    manager.open_systems.append(system)
     _current.append(system)
     return system
+
+
+def _runtime_problem(runtime: Any) -> str:
+    """What is wrong with a ``geplug_init_system`` result ("" when it is a runtime)."""
+    from geplug.backend import RUNTIME_MEMBERS, missing_members
+
+    missing = missing_members(runtime, RUNTIME_MEMBERS)
+    if missing:
+        return (f"{type(runtime).__name__}, which lacks {', '.join(missing)} of "
+                "geplug.backend.Runtime")
+    return ""
 
 
 def _rank_table_error(env: Mapping[str, str], product: Any) -> RankTableError | None:
     """The :class:`RankTableError` reading the rank table raises (None without one or when it
     reads fine): chained as the cause of initialize_system's ConfigError."""
-    from geplug.runtime.rank import read_rank_info
+    from geplug.config.rank import read_rank_info
 
     if not env.get("RANK_TABLE_FILE"):
         return None
@@ -180,7 +190,7 @@ def _product(manager: Any, name: Any, config: Any, api: str = "initialize_system
     product (the real stack detects its SoC; geplug cannot guess between several)."""
     from geplug.config.problems import Problem
 
-    registry = manager.products()
+    registry = manager.products(strict=False)
     name = name or config.soc_version
     if name:
         return registry.get(str(name))

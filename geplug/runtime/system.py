@@ -25,6 +25,15 @@ __all__ = ["System"]
 _ids = itertools.count(1)
 
 
+def _compiled_problem(compiled: Any) -> str:
+    """What is wrong with a ``geplug_compile`` result ("" when it is a compiled model)."""
+    missing = missing_members(compiled, COMPILED_MEMBERS)
+    if missing:
+        return (f"{type(compiled).__name__}, which lacks {', '.join(missing)} of "
+                "geplug.backend.CompiledModel")
+    return ""
+
+
 class System:
     """The state between ``initialize_system`` and ``shutdown_system``.
 
@@ -90,8 +99,15 @@ class System:
         :class:`BackendError` naming the backend and the members.
         """
         self._check_open()
-        compiled = self.manager.hook.geplug_compile(system=self, model=model, options=options)
         who = "a geplug_compile plugin"
+        if self.manager.has_wrapper("geplug_compile"):  # pluggy's relay honours wrappers
+            compiled = self.manager.hook.geplug_compile(system=self, model=model,
+                                                        options=options)
+        else:
+            compiled, plugin = self.manager.call_first(
+                "geplug_compile", _compiled_problem, system=self, model=model,
+                options=options)
+            who = f"plugin {plugin!r}"
         if compiled is None:
             if self.runtime is None or not hasattr(self.runtime, "compile"):
                 raise BackendError(
@@ -134,6 +150,8 @@ class System:
                 errors.append(exc)
         self._warn_unmatched()
         errors.extend(self.manager.call_all("geplug_shutdown_system", system=self))
+        if self in self.manager.open_systems:
+            self.manager.open_systems.remove(self)
         from geplug.runtime import api
 
         api._forget(self)

@@ -191,7 +191,6 @@ def test_a_failing_plugin_flushes_open_systems_before_it_is_disabled(monkeypatch
     import types
 
     from geplug import hookimpl
-    from geplug.runtime import api
 
     flushed: list[object] = []
 
@@ -207,7 +206,7 @@ def test_a_failing_plugin_flushes_open_systems_before_it_is_disabled(monkeypatch
     manager.register(types.SimpleNamespace(GEPLUG_PLUGIN_API=1, geplug_profile=geplug_profile,
                                            geplug_shutdown_system=geplug_shutdown_system), "bad")
     open_system = object()
-    monkeypatch.setattr(api, "_current", [open_system])
+    manager.open_systems.append(open_system)  # the manager's own registry of open systems
     with pytest.warns(PluginSkippedWarning, match="geplug_profile raised RuntimeError"):
         manager.call_each("geplug_profile", event=object())
     assert flushed == [open_system]

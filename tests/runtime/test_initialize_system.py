@@ -17,8 +17,18 @@ pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 
 class _Runtime:
+    """The least that fulfils geplug.backend.Runtime (this test never compiles)."""
+
+    name = "test"
+
     def __init__(self) -> None:
         self.closed = False
+
+    def compile(self, model: Any, **options: Any) -> Any:
+        raise NotImplementedError("this test backend does not compile")
+
+    def sample_models(self) -> list[Any]:
+        return []
 
     def close(self) -> None:
         self.closed = True

@@ -75,9 +75,9 @@ def test_open_device_refuses_a_bad_device_id(geplug_product) -> None:
         geplug.open_device(product=geplug_product.name, device_id=-1)
 
 
-KNOWN_BACKEND_IMPORTS = {"geplug/cli/cluster_cmds.py: geplug_simulator.cluster"}
-"""Issue 13's multi-rank command (landed alongside this contract) still imports the simulator;
-it is to move behind ``geplug_subcommands`` like ``demo``. Listed so it cannot grow."""
+KNOWN_BACKEND_IMPORTS: set[str] = set()
+"""None left: the multi-rank command moved into the simulator (``geplug cluster``, offered
+through ``geplug_subcommands`` like ``demo``)."""
 
 
 def test_the_core_never_imports_a_backend() -> None:

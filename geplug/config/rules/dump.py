@@ -8,14 +8,15 @@ from __future__ import annotations
 import os
 import re
 
+from geplug import vocab
 from geplug.config.parse_common import choice_hint
 from geplug.config.rules.base import INT32_MAX, Ctx
 
 __all__ = ["check_dump", "check_exception_dump"]
 
 STEP_RE = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
-DUMP_MODES = ("input", "output", "all")
-DEBUG_MODES = ("aicore_overflow", "atomic_overflow", "all")
+DUMP_MODES = vocab.DUMP_MODES
+DEBUG_MODES = vocab.DUMP_DEBUG_MODES
 
 
 def check_dump(ctx: Ctx) -> None:

@@ -69,8 +69,8 @@ def check_environment(ctx: Ctx) -> None:
 
 
 def _rank_table(ctx: Ctx, path: str) -> None:
+    from geplug.config.rank import read_rank_info
     from geplug.errors import ConfigError, GeplugError, RankTableError
-    from geplug.runtime.rank import read_rank_info
 
     try:
         info = read_rank_info(ctx.env, ctx.p)

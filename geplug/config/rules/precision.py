@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 
+from geplug import vocab
 from geplug.config.defaults import PRECISION_MODES, PRECISION_MODES_V2, default_precision
 from geplug.config.rules.base import Ctx
 
@@ -16,7 +17,7 @@ __all__ = ["BF16_MODES", "MIXED_MODES", "TORCH_PRECISION", "check_precision"]
 MIXED_MODES = ("allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16",
                "mixed_float16", "mixed_bfloat16", "mixed_hif8")
 """Modes modify_mixlist may be used with (§5.5, R13)."""
-BF16_MODES = ("allow_mix_precision_bf16", "allow_fp32_to_bf16", "mixed_bfloat16")
+BF16_MODES = vocab.BF16_MODES
 TORCH_PRECISION = ("allow_fp32_to_fp16", "must_keep_origin_dtype")
 """The only ACL_PRECISION_MODE values torch_npu takes (§5.1)."""
 

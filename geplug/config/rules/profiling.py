@@ -10,6 +10,7 @@ import json
 import os
 import re
 
+from geplug import vocab
 from geplug.config.model import ProfilingOptions
 from geplug.config.parse_common import choice_hint
 from geplug.config.profiling_source import ENV_HINT, ENV_PATH, SESSION_PATH
@@ -18,11 +19,9 @@ from geplug.config.text import digits, short
 
 __all__ = ["check_profiling"]
 
-SWITCHES = ("hccl", "aicpu", "l2", "msproftx", "runtime_api", "instr_profiling")
-LEVELS = {"task_trace": ("on", "off", "l0", "l1", "l2"), "task_time": ("on", "off", "l0", "l1"),
-          "ge_api": ("off", "l0", "l1")}
-FREQ_KEYS = ("sys_hardware_mem_freq", "sys_io_sampling_freq", "sys_interconnection_freq",
-             "dvpp_freq", "instr_profiling_freq", "host_sys_usage_freq")
+SWITCHES = vocab.SWITCH_KEYS
+LEVELS = vocab.PROFILING_LEVELS
+FREQ_KEYS = vocab.FREQUENCY_KEYS
 INSTR_EXCLUSIVE = ("training_trace", "task_trace", "hccl", "aicpu", "fp_point", "bp_point",
                    "aic_metrics", "aiv_metrics", "l2", "task_time", "runtime_api")
 """Keys instr_profiling_freq excludes (§3.3, R22; fp/bp included when non-empty, policy §12)."""

@@ -85,9 +85,8 @@ def build_cnn(seed: int = 0) -> onnx.ModelProto:
 
 
 def _short(engine: str, dtype: str) -> str:
-    eng = "AIC" if engine == "AI_CORE" else "CPU"
     dt = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype or "-")
-    return f"{eng} {dt}"
+    return f"{engine} {dt}"  # the engine in the real stack's words (geplug.vocab.ENGINES)
 
 
 def _describe(out: np.ndarray, ref: np.ndarray) -> str:
@@ -174,11 +173,11 @@ def run_demo(
         batch = next(iter(feeds.values())).shape[0]
         print(f"\n{label} (batch size {batch}, input {shapes}): {note}", file=stream)
         header = "  " + "precision_mode".ljust(width) + "".join(
-            n[:9].ljust(10) for n in nodes[label])
+            n[:13].ljust(14) for n in nodes[label])
         print(header + "sim. device time  output", file=stream)
         reference = rows[label][0][2]
         for mode, cells, out, sim_us in rows[label]:
-            print("  " + mode.ljust(width) + "".join(c.ljust(10) for c in cells)
+            print("  " + mode.ljust(width) + "".join(c.ljust(14) for c in cells)
                   + f"{sim_us:9.2f} us    {_describe(out, reference)}", file=stream)
         print("  why (first op):", file=stream)
         for mode in used:

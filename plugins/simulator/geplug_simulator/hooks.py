@@ -27,7 +27,9 @@ def geplug_init_system(system: System) -> SimRuntime:
 
 @hookimpl
 def geplug_subcommands() -> list[Subcommand]:
-    """``geplug demo`` (the demo module imports onnx only when the command runs)."""
+    """``geplug demo`` and ``geplug cluster`` (the multi-rank job ``geplug run --ranks``
+    hands over); their modules import onnx only when the command runs."""
+    from geplug_simulator.cluster_cmd import cluster_command
     from geplug_simulator.demo_cmd import demo_command
 
-    return [demo_command()]
+    return [demo_command(), cluster_command()]

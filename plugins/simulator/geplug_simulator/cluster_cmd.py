@@ -1,8 +1,10 @@
 """``geplug run MODEL --ranks N | --rank-table FILE [--analytic]``: a multi-rank job.
 
 Every rank is a virtual device of the simulator in this process (docs/distributed.md); the
-analytic mode derives every rank's timeline from one compile. onnx and the simulator are
-imported inside the function only (CLI start-up stays fast).
+analytic mode derives every rank's timeline from one compile. The simulator offers it to the
+core CLI through ``geplug_subcommands`` as ``geplug cluster``; the core's ``geplug run``
+hands ``--ranks`` / ``--rank-table`` / ``--analytic`` to it (the core imports no backend).
+onnx and the cluster engine are imported when the command runs (CLI start-up stays fast).
 """
 
 from __future__ import annotations
@@ -11,10 +13,62 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["run_cluster"]
+from geplug.backend import Subcommand
+
+__all__ = ["cluster_command", "run_cluster"]
+
+
+def cluster_command() -> Subcommand:
+    """``geplug cluster``, offered to the core CLI through ``geplug_subcommands``; ``geplug
+    run --ranks/--rank-table/--analytic`` runs its action."""
+    return Subcommand(
+        name="cluster", summary="run an ONNX model on several virtual ranks (HCCL)",
+        description="Run every rank of a job (--ranks N or --rank-table FILE) as a virtual "
+                    "device in this process, or derive every rank's timeline from one "
+                    "compile (--analytic). The same as geplug run with those options.",
+        configure=_configure, action=_cmd_cluster)
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = ("examples:\n  geplug cluster model.onnx --product atlas_a2 --ranks 8\n"
+                "  geplug run model.onnx --product atlas_a2 --ranks 8   (the same)")
+    p.add_argument("model", help="path of an .onnx file")
+    p.add_argument("--product", default=None, help="product name or SoC version")
+    p.add_argument("--config", default=None, help="session configuration (TOML)")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="an input array (repeat per input; the path may contain {rank})")
+    p.add_argument("--steps", type=int, default=1, help="steps (iterations) to run")
+    p.add_argument("--output", default=None, metavar="FILE.npz", help="save the last outputs")
+    p.add_argument("--ranks", type=int, default=None, metavar="N",
+                   help="run N ranks as virtual devices in one process")
+    p.add_argument("--rank-table", default=None, metavar="FILE.json",
+                   help="run every rank of this rank table (RANK_TABLE_FILE format)")
+    p.add_argument("--analytic", action="store_true",
+                   help="derive every rank's timeline from one compile, no numerics")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the rank-dependent random inputs")
+
+
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    from geplug.errors import UsageError
+
+    if args.ranks is None and args.rank_table is None and not args.analytic:
+        raise UsageError("geplug cluster needs --ranks N or --rank-table FILE",
+                         argument="--ranks")
+    if args.steps < 1:
+        raise UsageError(f"--steps {args.steps!r}: give a number of steps >= 1",
+                         argument="--steps")
+    return run_cluster(args)
+
+
+def _open_system(product: str | None, config: Any, env: Mapping[str, str] | None) -> Any:
+    from geplug.runtime.api import open_device
+
+    return open_device(product=product, config=config, env=env)
 
 
 def _topology(args: argparse.Namespace, product: Any) -> Any:
@@ -56,21 +110,18 @@ def _rank_inputs(specs: list[str], rank: int) -> dict[str, Any]:
     return feeds
 
 
-def run_cluster(args: argparse.Namespace, open_system: Callable[..., Any]) -> int:
+def run_cluster(args: argparse.Namespace) -> int:
     """Run the job the arguments describe; prints a summary per rank; returns 0."""
     from geplug.errors import GeplugError
     from geplug.plugin import get_manager
+    from geplug_simulator.cluster import (
+        ClusterJob,
+        run_analytic,
+        seeded_inputs,
+        server_config,
+    )
 
-    try:
-        from geplug_simulator.cluster import (
-            ClusterJob,
-            run_analytic,
-            seeded_inputs,
-            server_config,
-        )
-    except ImportError:
-        raise GeplugError("multi-rank runs need the simulator: pip install geplug-simulator "
-                          "(from a checkout: pip install -e plugins/simulator)") from None
+    open_system = _open_system
     from geplug.config.parse import parse_source
     from geplug.hccl import read_faults, read_settings
 
@@ -80,13 +131,13 @@ def run_cluster(args: argparse.Namespace, open_system: Callable[..., Any]) -> in
                           "configuration")
     name = args.product or parse_source(config)[0].soc_version
     if not name:
-        installed = [p.name for p in get_manager().products()]
+        installed = [p.name for p in get_manager().products(strict=False)]
         if len(installed) != 1:
             print("geplug: error: name a product with --product P (installed: "
                   + ", ".join(installed) + ")", file=sys.stderr)
             return 2
         name = installed[0]
-    product = get_manager().products().get(str(name))
+    product = get_manager().products(strict=False).get(str(name))
     topo = _topology(args, product)
     step_s = product.topology.exec_timeout_step_s if product.topology else 0
     settings = read_settings(os.environ, exec_timeout_step_s=step_s)
