@@ -16,6 +16,10 @@ that is not ours is never touched:
   local), by a process that is no longer running (``psutil.pid_exists``), and not by this one;
 - it is a regular file (never a symbolic link or a directory) owned by the current user.
 
+SQLite's side files of a temporary database (``{temp}-journal``, ``{temp}-wal``,
+``{temp}-shm``: a database written under a temporary name, such as the profiling databases)
+follow their temporary file by the same rules.
+
 On a file system shared by several machines, a temporary file of another machine is left to
 that machine's next run (its process may still be writing).
 """
@@ -33,6 +37,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 __all__ = [
+    "SIDE_SUFFIXES",
     "TEMP_PATTERN",
     "create_temp",
     "is_stale_temp",
@@ -46,6 +51,8 @@ TEMP_PATTERN = re.compile(
     r"^\.(?:(?P<name>.+)\.)?geplug\.(?:(?P<host>h[0-9a-f]{8})\.)?(?P<pid>[0-9]{1,10})\."
     r"(?P<n>[0-9]{1,20})\.tmp$")
 """The name of a geplug temporary file (see the module docstring)."""
+SIDE_SUFFIXES = ("-journal", "-wal", "-shm")
+"""SQLite's files next to a database being written under a temporary name."""
 
 HOST_TAG = "h" + hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
 """This machine's tag in temporary names (8 hex digits of a hash of the host name)."""
@@ -80,7 +87,12 @@ def _alive(pid: int) -> bool:
 def is_stale_temp(directory: str, entry: str) -> bool:
     """True when ``directory/entry`` is a temporary file of a dead geplug process of this
     machine owned by this user (the rules of the module docstring)."""
-    match = TEMP_PATTERN.match(entry)
+    name = entry
+    for suffix in SIDE_SUFFIXES:
+        if name.endswith(".tmp" + suffix):
+            name = name[:-len(suffix)]
+            break
+    match = TEMP_PATTERN.match(name)
     if match is None:
         return False
     host = match.group("host")
@@ -110,7 +122,8 @@ def sweep_stale_temps(directory: str) -> list[str]:
     except OSError:
         return removed
     for entry in entries:
-        if entry.startswith(".") and entry.endswith(".tmp") and is_stale_temp(directory, entry):
+        if entry.startswith(".") and entry.endswith((".tmp", *SIDE_SUFFIXES)) \
+                and is_stale_temp(directory, entry):
             path = os.path.join(directory, entry)
             try:
                 os.unlink(path)

@@ -26,6 +26,7 @@ modules named below, so every backend behaves the same:
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -46,6 +47,7 @@ __all__ = [
     "Subcommand",
     "TensorSpec",
     "decide",
+    "generated_bytes",
     "missing_members",
     "random_inputs",
     "wants_tensors",
@@ -181,11 +183,48 @@ def wants_tensors(system: System, step: int) -> bool:
     return bool(policy(system.config, step))
 
 
-def random_inputs(inputs: Mapping[str, TensorSpec], seed: int = 0) -> dict[str, np.ndarray]:
+def generated_bytes(inputs: Mapping[str, TensorSpec]) -> int:
+    """Bytes of the feeds :func:`random_inputs` would generate for ``inputs`` (a symbolic
+    dimension counts as 1)."""
+    total = 0
+    for spec in inputs.values():
+        shape = tuple(int(d) if d else 1 for d in (spec.shape or ()))
+        size = 2 if spec.dtype == "bfloat16" else _itemsize(spec.dtype)
+        total += math.prod(shape) * size
+    return total
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return int(np.dtype(dtype).itemsize)
+    except TypeError:
+        return 8  # an ONNX type numpy lacks: counted as the widest scalar
+
+
+def random_inputs(inputs: Mapping[str, TensorSpec],
+                  seed: int | Sequence[int] = 0) -> dict[str, np.ndarray]:
     """Seeded feeds for ``inputs`` (a symbolic dimension becomes 1): normal floats, 0/1
-    booleans, small integers."""
+    booleans, small integers; ``seed`` as ``numpy.random.default_rng`` takes it (a rank's
+    ``[seed, rank]``).
+
+    At most :data:`geplug.limits.MAX_GENERATED_INPUT_BYTES` in all: a model whose declared
+    input shapes need more is a :class:`RunError` naming the largest input (the simulator
+    runs on this host; a shape of 2**40 would take its memory, not a device's).
+    """
     import ml_dtypes
 
+    from geplug.errors import RunError
+    from geplug.limits import MAX_GENERATED_INPUT_BYTES
+
+    need = generated_bytes(inputs)
+    if need > MAX_GENERATED_INPUT_BYTES:
+        name, spec = max(inputs.items(), key=lambda kv: generated_bytes({kv[0]: kv[1]}))
+        raise RunError(
+            f"the model's inputs need {need} bytes of generated data (input {name!r}: shape "
+            f"{list(spec.shape or ())} {spec.dtype}); geplug generates at most "
+            f"{MAX_GENERATED_INPUT_BYTES} bytes (docs/limits.md): give your own inputs "
+            "(--input NAME=FILE.npy) or a model with smaller input shapes",
+            argument="inputs")
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     for name, spec in inputs.items():

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_DECLARATION_BYTES",
     "MAX_DEPTH",
     "MAX_DUMP_HEADER_BYTES",
+    "MAX_GENERATED_INPUT_BYTES",
     "MAX_JSON_SIDE_BYTES",
     "MAX_KEY_CHARS",
     "MAX_RANKS",
@@ -69,6 +70,11 @@ MAX_CSV_FIELD_CHARS = 1 << 20
 """Longest field of a summary CSV (``op_summary``, ``statistic.csv``) the readers accept."""
 MAX_DUMP_HEADER_BYTES = 64 << 20
 """Largest DumpData header a dump file may declare (the real ones are a few kB)."""
+MAX_GENERATED_INPUT_BYTES = 1 << 30
+"""Most bytes of inputs geplug generates for a model on its own: random feeds of ``geplug
+run`` without ``--input`` and the zero feeds of the compile-time shape probe (1 GiB). The
+simulator computes on this host: a declared input shape of 2**40 must be an error, not the
+host's memory exhausted."""
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]}
 _CONTROLS.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})

@@ -157,21 +157,21 @@ def _print_device(device: Any, notes: Any) -> None:
 
 
 def _parse_inputs(specs: list[str]) -> dict[str, Any]:
-    import numpy as np
-
     from geplug.errors import GeplugError, UsageError
+    from geplug.limits import escape_controls
+    from geplug.npy import read_npy
 
     feeds: dict[str, Any] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
+        shown = repr(escape_controls(spec))
         if not sep or not name or not path:
-            raise UsageError(f"--input {spec!r}: expected NAME=FILE.npy", argument="--input")
-        try:
-            feeds[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
-            raise GeplugError(f"--input {spec!r}: cannot read {path!r} as .npy "
-                              f"({exc or type(exc).__name__}); give a file written by "
-                              "numpy.save") from None
+            raise UsageError(f"--input {shown}: expected NAME=FILE.npy", argument="--input")
+
+        def fail(message: str, shown: str = shown) -> GeplugError:
+            return GeplugError(f"--input {shown}: {message}")
+
+        feeds[name] = read_npy(path, fail=fail)
     return feeds
 
 

@@ -102,9 +102,15 @@ def parse_tf_parameter_map(parameter_map: Any) -> Parsed:
 
 
 def parse_tf_snippet(text: str) -> Parsed:
-    """Read ``custom_op.parameter_map["x"].b/.s/.i = ...`` lines (what ``export tf`` writes)."""
-    import ast
+    """Read ``custom_op.parameter_map["x"].b/.s/.i = ...`` lines (what ``export tf`` writes).
+
+    The right-hand side is read by :func:`geplug.pyliteral.literal`, never compiled: text
+    such as ``"C:\\dir"`` (an invalid escape) is a problem naming the line, not a Python
+    warning on the user's terminal.
+    """
     import re
+
+    from geplug.pyliteral import LiteralError, literal
 
     line_re = re.compile(
         r'parameter_map\[\s*(["\'])(?P<key>[^"\']+)\1\s*\]\.(?P<acc>[bsi])\s*=\s*(?P<rhs>.+)$')
@@ -119,10 +125,10 @@ def parse_tf_snippet(text: str) -> Parsed:
         if wrapped:
             rhs = wrapped.group(1)
         try:
-            value = ast.literal_eval(rhs)
-        except (ValueError, SyntaxError):
+            value = literal(rhs)
+        except LiteralError as exc:
             problems.append(Problem(option=f"line {number}", value=short(line), severity="error",
-                                    message="the right-hand side is not a literal",
+                                    message=f"the right-hand side is not a literal: {exc}",
                                     hint="use a literal string, number, True or False"))
             continue
         pmap[match["key"]] = value

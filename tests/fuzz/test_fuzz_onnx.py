@@ -75,8 +75,6 @@ def _npy(draw: st.DrawFn) -> bytes:
 
 @given(model=models(), data=st.data(),
        command=st.sampled_from(["compile", "run", "run-input"]))
-@pytest.mark.xfail(reason="post-merge regression (issues 10/11/13), see notes",
-                   strict=False)
 def test_any_model_and_input_gets_an_answer(product_name: str, model: bytes,
                                             data: st.DataObject, command: str) -> None:
     count("ONNX model / run input")

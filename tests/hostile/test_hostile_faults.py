@@ -48,6 +48,18 @@ _PROFILER = textwrap.dedent("""
 """)
 
 
+_DB_WRITER = textwrap.dedent("""
+    import sys
+    from geplug.profiling.analyzer_db import write_analyzer_db
+    directory, n = sys.argv[1], 0
+    steps = [(i, {"Computing": 5000, "Communication": 3000,
+                  "Communication(Not Overlapped)": 1000, "Free": 200}) for i in range(20000)]
+    while True:
+        n += 1
+        write_analyzer_db(f"{directory}/analyzer_{n:06d}.db", steps)
+""")
+
+
 def _kill_at_random(script: str, directory: str, seed: int) -> None:
     proc = subprocess.Popen([sys.executable, "-c", script, directory])
     deadline = time.monotonic() + 60
@@ -88,6 +100,23 @@ def test_kill_9_while_profiling_leaves_complete_files_only(tmp_path: Path, seed:
             assert (tmp_path / name).read_text(encoding="utf-8").endswith("END\n"), name
     write_text(str(tmp_path / "info.json"), "{}")  # the next writer
     assert _temps(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kill_9_while_writing_a_database_leaves_complete_ones_and_no_journal(
+        tmp_path: Path, seed: int) -> None:
+    import sqlite3
+
+    from geplug.profiling.layout import write_text
+
+    _kill_at_random(_DB_WRITER, str(tmp_path), seed)
+    for name in os.listdir(tmp_path):
+        if not name.startswith("."):
+            with sqlite3.connect(f"file:{tmp_path / name}?mode=ro", uri=True) as conn:
+                assert conn.execute("SELECT count(*) FROM StepTraceTime").fetchone() == (20000,)
+            conn.close()
+    write_text(str(tmp_path / "info.json"), "{}")  # the next writer
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
 
 
 @pytest.fixture

@@ -51,6 +51,25 @@ def test_the_next_writer_removes_a_dead_writers_temp_files(tmp_path: Path) -> No
     assert sorted(os.listdir(tmp_path)) == ["out.bin"]
 
 
+def test_the_next_writer_removes_a_dead_writers_sqlite_journal(tmp_path: Path) -> None:
+    pid = _dead_pid()
+    temp = f".msprof_20260101000000.db.geplug.{HOST_TAG}.{pid}.0.tmp"
+    for name in (temp, temp + "-journal", temp + "-wal", temp + "-shm"):
+        (tmp_path / name).write_bytes(b"partial")
+    write_atomic(tmp_path / "out.bin", lambda fh: fh.write(b"complete"))
+    assert sorted(os.listdir(tmp_path)) == ["out.bin"]
+
+
+def test_a_journal_of_a_live_writer_or_a_users_file_is_kept(tmp_path: Path) -> None:
+    keep = [f".x.db.geplug.{HOST_TAG}.{os.getpid()}.5.tmp-journal",  # this process writes it
+            f".x.db.geplug.{HOST_TAG}.1.0.tmp-journal",  # pid 1 is alive
+            "results.db-journal", f".x.db.geplug.{HOST_TAG}.{_dead_pid()}.0.tmp-log"]
+    for name in keep:
+        (tmp_path / name).write_bytes(b"keep")
+    assert sweep_stale_temps(str(tmp_path)) == []
+    assert sorted(os.listdir(tmp_path)) == sorted(keep)
+
+
 def test_files_that_are_not_a_dead_writers_are_kept(tmp_path: Path) -> None:
     dead = _dead_pid()
     keep = {

@@ -101,26 +101,16 @@ def server_config(config: Any, topo: Topology, rank: int) -> Any:
 def seeded_inputs(compiled: Any, seed: int, rank: int,
                   skip: Sequence[str] = ()) -> dict[str, np.ndarray]:
     """Rank-dependent random inputs: ``numpy.random.default_rng([seed, rank])``, standard
-    normal floats, integers in [0, 4), booleans (docs/distributed.md); ``skip``: inputs that
-    are not the user's (the collectives' results)."""
-    rng = np.random.default_rng([seed, rank])
-    feeds: dict[str, np.ndarray] = {}
-    for name in compiled.imported.inputs:
-        if name in skip:
-            continue
-        tt = compiled.imported.types.get(name)
-        shape = tuple(int(d) if d else 1 for d in ((tt.shape or ()) if tt else ()))
-        dtype = tt.dtype if tt else "float32"
-        if dtype.startswith("float") or dtype == "bfloat16":
-            import ml_dtypes
+    normal floats, integers in [0, 4), booleans (docs/distributed.md,
+    :func:`geplug.backend.random_inputs`); ``skip``: inputs that are not the user's (the
+    collectives' results)."""
+    from geplug.backend import TensorSpec, random_inputs
 
-            np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-            feeds[name] = rng.standard_normal(shape).astype(np_dtype)
-        elif dtype == "bool":
-            feeds[name] = rng.integers(0, 2, shape).astype(bool)
-        else:
-            feeds[name] = rng.integers(0, 4, shape).astype(dtype)
-    return feeds
+    types = compiled.imported.types
+    specs = {name: TensorSpec(name=name, dtype=types[name].dtype, shape=types[name].shape)
+             if name in types else TensorSpec(name=name)
+             for name in compiled.imported.inputs if name not in skip}
+    return random_inputs(specs, [seed, rank])
 
 
 @attrs.define

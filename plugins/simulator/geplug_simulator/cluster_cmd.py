@@ -90,23 +90,23 @@ def _topology(args: argparse.Namespace, product: Any) -> Any:
 
 
 def _rank_inputs(specs: list[str], rank: int) -> dict[str, Any]:
-    import numpy as np
-
     from geplug.errors import GeplugError, UsageError
+    from geplug.limits import escape_controls
+    from geplug.npy import read_npy
 
     feeds: dict[str, Any] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
+        shown = repr(escape_controls(spec))
         if not sep or not name or not path:
-            raise UsageError(f"--input {spec!r}: expected NAME=FILE.npy (the path may "
+            raise UsageError(f"--input {shown}: expected NAME=FILE.npy (the path may "
                              "contain {rank})", argument="--input")
-        real = path.replace("{rank}", str(rank))
-        try:
-            feeds[name] = np.load(real, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise GeplugError(f"--input {spec!r}: cannot read {real!r} for rank {rank} as .npy "
-                              f"({exc or type(exc).__name__}); give a file written by "
-                              "numpy.save per rank ({rank} in the path)") from None
+
+        def fail(message: str, shown: str = shown) -> GeplugError:
+            return GeplugError(f"--input {shown} for rank {rank}: {message} (one file per "
+                               "rank: {rank} in the path)")
+
+        feeds[name] = read_npy(path.replace("{rank}", str(rank)), fail=fail)
     return feeds
 
 

@@ -10,6 +10,7 @@ models), with the user's feeds at run (dynamic models, once per distinct input s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,16 +80,27 @@ def needs_probe(imported: ImportedModel, types: Mapping[str, TensorType]) -> boo
 
 
 def _zeros(imported: ImportedModel) -> dict[str, np.ndarray] | None:
-    feeds: dict[str, np.ndarray] = {}
+    """Zero feeds of the static input shapes, or ``None`` when an input is dynamic, of a
+    dtype numpy lacks, or the feeds would exceed
+    :data:`geplug.limits.MAX_GENERATED_INPUT_BYTES` (the probe then stays off: dimensions
+    are resolved at run from the actual inputs)."""
+    from geplug.limits import MAX_GENERATED_INPUT_BYTES
+
+    shapes: dict[str, tuple[tuple[int, ...], Any]] = {}
+    total = 0
     for name in imported.inputs:
         t = imported.types.get(name)
-        if t is None or t.shape is None or any(d is None for d in t.shape):
+        if t is None or t.shape is None or any(d is None or d < 0 for d in t.shape):
             return None
         np_type = _NP_OF.get(t.dtype)
         if np_type is None:
             return None
-        feeds[name] = np.zeros(tuple(int(d or 0) for d in t.shape), np_type)
-    return feeds
+        shape = tuple(int(d or 0) for d in t.shape)
+        total += math.prod(shape) * np.dtype(np_type).itemsize
+        if total > MAX_GENERATED_INPUT_BYTES:
+            return None
+        shapes[name] = (shape, np_type)
+    return {name: np.zeros(shape, np_type) for name, (shape, np_type) in shapes.items()}
 
 
 def probe_shapes(imported: ImportedModel, session_factory: Any,

@@ -117,6 +117,55 @@ def load_model(model: Any) -> onnx.ModelProto:
     )
 
 
+def _check_text(proto: onnx.ModelProto) -> None:
+    """Every string field of ``proto`` is UTF-8 text, else a CompileError naming the first
+    that is not. protobuf hands a non-UTF-8 ``string`` of onnx.proto (proto2) back as
+    ``bytes``, which every later step takes for text (and onnx's checker fails on when it
+    quotes it); a model written by an exporter never has one: the file is damaged."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    stack: list[tuple[Any, str]] = [(proto, "model")]
+    while stack:
+        message, path = stack.pop()
+        for field, value in message.ListFields():
+            repeated = getattr(field, "is_repeated", None)  # protobuf >= 5.28; label before
+            if repeated is None:
+                repeated = field.label == FieldDescriptor.LABEL_REPEATED
+            where = f"{path}.{field.name}"
+            if field.type == FieldDescriptor.TYPE_STRING:
+                for i, text in enumerate(value if repeated else [value]):
+                    if isinstance(text, bytes):
+                        shown = f"{where}[{i}]" if repeated else where
+                        raise CompileError(
+                            f"the model is malformed: {shown} is not UTF-8 text "
+                            f"({text[:40]!r}); the file is damaged, export the model again",
+                            node="")
+            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+                items = value if repeated else [value]
+                stack.extend((m, f"{where}[{i}]" if repeated else where)
+                             for i, m in enumerate(items))
+
+
+def _check_dims(graph: onnx.GraphProto) -> None:
+    """Every fixed dimension of the graph's inputs, outputs and initializers is a size >= 0
+    (onnx's checker lets ``-3`` through; numpy and onnxruntime then fail somewhere deep)."""
+    for kind, infos in (("input", graph.input), ("output", graph.output)):
+        for vi in infos:
+            if not vi.type.HasField("tensor_type"):
+                continue
+            for i, d in enumerate(vi.type.tensor_type.shape.dim):
+                if d.HasField("dim_value") and d.dim_value < 0:
+                    raise CompileError(
+                        f"graph {kind} {vi.name!r}: dimension {i} is {d.dim_value}; a "
+                        "dimension is a size >= 0 or a symbolic name (dim_param); fix the "
+                        "model's declared shape", node=vi.name)
+    for init in graph.initializer:
+        if any(d < 0 for d in init.dims):
+            raise CompileError(
+                f"initializer {init.name!r}: dims {list(init.dims)} has a negative size; the "
+                "file is damaged, export the model again", node=init.name)
+
+
 def _opset(model: onnx.ModelProto) -> int:
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -196,6 +245,8 @@ def import_model(model: Any, *, name: str = "", default_name: str = "") -> Impor
     a model given as a path), else ``"model"``.
     """
     proto = load_model(model)  # a copy: naming its graph changes nothing of the caller's
+    _check_text(proto)
+    _check_dims(proto.graph)
     graph_name = proto.graph.name.strip()
     if not graph_name:  # onnx.checker requires one; ATC does not care, so neither do we
         proto.graph.name = name or default_name or "model"
