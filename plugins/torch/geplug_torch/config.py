@@ -59,13 +59,30 @@ def _from_compiler_config(obj: Any) -> dict[str, Any]:
     return options
 
 
+def _from_torch_options(options: dict[str, Any]) -> SessionConfig:
+    """torch_npu ``set_option`` keys: every error at once (ConfigError); each warning -
+    e.g. a key geplug accepts but does not model, ``ACL_AICORE_NUM`` - as a ConfigWarning."""
+    import warnings
+
+    from geplug.config.parse import parse_torch_options
+    from geplug.config.parse_common import ensure
+    from geplug.errors import ConfigWarning
+
+    parsed = parse_torch_options(options)
+    config = ensure(parsed, "torch_npu options")
+    for problem in parsed[1]:
+        if problem.severity == "warning":
+            warnings.warn(ConfigWarning(problem), stacklevel=4)
+    return config
+
+
 def to_session_config(config: Any) -> Any:
     """``config`` in a form :func:`geplug.initialize_system` reads (see the module doc)."""
     if config is None:
         return SessionConfig(front_end="python")
     if isinstance(config, Mapping):
         if config and all(str(k).startswith("ACL_") for k in config):
-            return SessionConfig.from_torch_options(dict(config))
+            return _from_torch_options(dict(config))
         return SessionConfig.from_mapping(dict(config), front_end="python")
     if hasattr(config, "dump_config") or hasattr(config, "extra_options"):
         return SessionConfig.from_mapping(_from_compiler_config(config), front_end="python")

@@ -60,3 +60,22 @@ def test_torch_backend_passes_with_the_reason_when_torch_is_missing():
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("None PyTorch is not installed: pip install torch==2.13.0")
+
+
+def test_no_package_the_readme_installs_depends_on_torch():
+    """`pip install . ./plugins/*` must not pull torch: only geplug-torch's extra names it."""
+    from pathlib import Path
+
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    root = Path(__file__).resolve().parents[3]
+    projects = [root / "pyproject.toml", *sorted(root.glob("plugins/*/pyproject.toml"))]
+    assert len(projects) > 5
+    for path in projects:
+        project = tomllib.loads(path.read_text())["project"]
+        names = [d.split(";")[0].strip().lower() for d in project.get("dependencies", [])]
+        assert not [n for n in names if n.startswith(("torch", "torchvision"))], path
+    extras = tomllib.loads((root / "plugins/torch/pyproject.toml").read_text())
+    assert extras["project"]["optional-dependencies"]["torch"] == ["torch==2.13.0"]

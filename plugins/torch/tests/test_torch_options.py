@@ -76,3 +76,34 @@ def test_named_fp_and_bp_points_set_the_training_trace(tmp_path):
     assert [r["Iteration ID"] for r in rows] == ["1", "2"]
     assert all(r["FP Start(us)"] != "N/A" and r["BP End(us)"] != "N/A" for r in rows)
     assert all(float(r["FP to BP Time(us)"]) > 0 for r in rows)
+
+
+@pytest.mark.parametrize("key,value", [("ACL_AICORE_NUM", "8"),
+                                       ("ACL_OP_COMPILER_CACHE_MODE", "enable"),
+                                       ("ACL_OP_COMPILER_CACHE_DIR", "/tmp/cache")])
+def test_torch_npu_keys_geplug_does_not_model_are_accepted_with_a_warning(key, value):
+    from geplug.errors import ConfigWarning
+
+    with pytest.warns(ConfigWarning, match=key):
+        be = geplug_torch.backend(product="atlas_a2",
+                                  config={key: value, "ACL_PRECISION_MODE": "allow_fp32_to_fp16"})
+    try:
+        assert be.system.config.config.precision_mode == "allow_fp32_to_fp16"
+    finally:
+        be.shutdown()
+
+
+def test_acl_op_debug_option_is_read_and_exported_back(tmp_path):
+    from geplug.config.export import export
+
+    cfg_file = tmp_path / "debug.cfg"
+    cfg_file.write_text("op_debug_config = ccec_g\n")
+    be = geplug_torch.backend(product="atlas_a2",
+                              config={"ACL_OP_DEBUG_OPTION": str(cfg_file)})
+    try:
+        config = be.system.config.config
+        assert config.op_debug_config == str(cfg_file)
+        text = export(config, be.system.product, "torch_npu")
+        assert f'"ACL_OP_DEBUG_OPTION": "{cfg_file}"' in text
+    finally:
+        be.shutdown()
