@@ -29,7 +29,6 @@ import numpy as np
 
 from geplug.errors import HcclError
 from geplug.events import (
-    CommInfo,
     DumpEvent,
     GraphEvent,
     OpRecord,
@@ -40,6 +39,7 @@ from geplug.events import (
 )
 from geplug.hccl import Faults, HcclSettings, Topology, simulate
 from geplug.hccl.model import CollectiveCost
+from geplug.hccl.report import comm_info
 from geplug_simulator.collective import (
     Collective,
     SplitModel,
@@ -51,7 +51,8 @@ from geplug_simulator.collective import (
 from geplug_simulator.emit import OpPlan, stamp, wants_tensors
 from geplug_simulator.importer import load_model
 
-__all__ = ["ClusterJob", "rank_env", "run_analytic", "seeded_inputs", "server_config"]
+__all__ = ["ClusterJob", "comm_info", "rank_env", "run_analytic", "seeded_inputs",
+           "server_config"]
 
 OpenSystem = Callable[[Mapping[str, str]], Any]
 """Opens the system of one rank from its environment."""
@@ -170,21 +171,6 @@ def _exec_check(settings: HcclSettings, c: Collective, arrivals: Sequence[float]
             f"{first} waited {spread / 1e6:.1f} s (simulated) > HCCL_EXEC_TIMEOUT "
             f"{settings.exec_timeout_s:g} s. Find why rank {last} is slow, or raise "
             "HCCL_EXEC_TIMEOUT", code="EI0002", ranks=[last], option="HCCL_EXEC_TIMEOUT")
-
-
-def comm_info(c: Collective, cost: CollectiveCost, rank: int, size: int, sync_us: float,
-              elapse_us: float) -> CommInfo:
-    """Rank ``rank``'s :class:`CommInfo` of ``c`` (``sync_us``: its wait for the last rank)."""
-    rc = cost.ranks[rank]
-    transit = min(rc.transit_us, max(elapse_us - sync_us, 0.0))
-    return CommInfo(
-        hccl_name=c.hccl_name, kind=c.kind, algorithm=cost.algorithm, rank=rank,
-        rank_size=size, nbytes=cost.nbytes, transit_us=transit,
-        wait_us=max(elapse_us - transit, 0.0), sync_us=sync_us,
-        links=tuple((k, v[0], v[1]) for k, v in sorted(rc.links.items())),
-        peers=tuple((rank, int(d), str(v[0]), float(v[1]), float(v[2]))  # type: ignore[arg-type]
-                    for d, v in sorted(rc.peers.items())),
-    )
 
 
 class ClusterJob:
@@ -427,7 +413,8 @@ class ClusterJob:
                     outputs=[TensorRecord(name=coll.output, array=out, dtype=str(out.dtype))]))
             if rank.system.profiling_enabled:
                 elapse = end - arrivals[r]
-                info = comm_info(coll, cost, r, n, begin - arrivals[r], elapse)
+                info = comm_info(coll.hccl_name, coll.kind, cost, r, n, begin - arrivals[r],
+                                 elapse)
                 rank.system.emit_profile(TaskEvent(
                     run=run, op=op, start_us=arrivals[r], duration_us=elapse,
                     wait_us=begin - arrivals[r], bytes_moved=sum(b for _, b, _ in info.links),
@@ -539,7 +526,8 @@ def _emit_rank(system: Any, r: int, n: int, compiled: Any, ops: Sequence[OpRecor
                 cost = costs[coll.name]
                 finish = begin + cost.duration_us
                 elapse = finish - float(arrivals[r])
-                info = comm_info(coll, cost, r, n, begin - float(arrivals[r]), elapse)
+                info = comm_info(coll.hccl_name, coll.kind, cost, r, n,
+                                 begin - float(arrivals[r]), elapse)
                 system.emit_profile(TaskEvent(
                     run=run, op=recs[coll.name], start_us=off + float(arrivals[r]),
                     duration_us=elapse, wait_us=begin - float(arrivals[r]),

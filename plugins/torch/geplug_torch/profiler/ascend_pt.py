@@ -107,9 +107,11 @@ def write_ascend_pt(c: Collection) -> list[str]:
     prof = c.prof
     exp = prof.experimental_config
     rank = 0
+    world = 1
     device_id = 0
     for system in c.systems.values():
         rank = int(getattr(system.rank, "rank_id", 0) or 0) if system.rank else 0
+        world = int(getattr(system.rank, "rank_size", 1) or 1) if system.rank else 1
         device_id = system.device_id
     prof_dirs = find_prof_dirs(c.root) if c.systems else []
     out = _Out(c.root, ExportType.Text in exp.export_type)
@@ -149,7 +151,7 @@ def write_ascend_pt(c: Collection) -> list[str]:
     write_json(os.path.join(c.root, "profiler_metadata.json"), {
         "ENV_VARIABLES": {k: v for k, v in sorted(os.environ.items())
                           if k.startswith(("ASCEND_", "HCCL_", "RANK", "WORLD_SIZE"))},
-        "distributed_args": {"rank": rank, "world_size": 1},
+        "distributed_args": {"rank": rank, "world_size": world},
     })
     return sorted(os.path.join(out.dir, n) for n in os.listdir(out.dir))
 

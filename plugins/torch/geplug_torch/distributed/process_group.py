@@ -1,0 +1,184 @@
+"""The ``hccl`` process group: gloo moves the data, geplug's HCCL model times it.
+
+:class:`HcclProcessGroup` is a Python ``torch.distributed.ProcessGroup`` (the form
+``Backend.register_backend`` accepts for third-party backends written in Python) that owns a
+``ProcessGroupGloo`` over the same store: every collective is first timed and emitted by
+:class:`~geplug_torch.distributed.timing.CommClock`, then handed to gloo, whose work object
+is returned unchanged - results are gloo's, exactly.
+
+At creation the rank environment is checked (:func:`read_job_env`) and the ranks rendezvous
+on the store with HCCL's set-up behaviour: a rank that never joins makes the others fail with
+``EI0006`` after ``HCCL_CONNECT_TIMEOUT`` + 20 s (really waited), and ``GEPLUG_SIM_ABSENT_RANK``
+rehearses it without the wait (simulated time, as in ONNX jobs).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import (
+    AllgatherOptions,
+    AllreduceOptions,
+    AllToAllOptions,
+    BarrierOptions,
+    BroadcastOptions,
+    ProcessGroupGloo,
+    ReduceOptions,
+    ReduceScatterOptions,
+)
+
+from geplug.errors import HcclError
+from geplug_torch.distributed.rankenv import JobEnv, read_job_env, resolve_product
+from geplug_torch.distributed.timing import CommClock
+
+__all__ = ["HcclProcessGroup", "create"]
+
+_JOIN = "geplug_hccl_join/"
+_PythonProcessGroup: Any = dist.ProcessGroup
+"""torch's ProcessGroup with its Python trampoline (its stubs describe the C++ overloads,
+not the Python override signatures torch calls, so the base is typed ``Any``)."""
+
+
+def _dtype(t: torch.Tensor) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+def _span(ranks: list[int]) -> str:
+    return ", ".join(str(r) for r in ranks[:16]) + (" ..." if len(ranks) > 16 else "")
+
+
+def _absent_error(job: JobEnv, absent: list[int], simulated: bool) -> HcclError:
+    waiting = [r for r in range(job.size) if r not in absent]
+    how = "(simulated)" if simulated else "(waited)"
+    return HcclError(
+        f"EI0006: Getting socket times out. Reason: rank(s) {_span(absent)} never joined "
+        f"communicator hccl_world_group; rank(s) {_span(waiting)} waited HCCL_CONNECT_TIMEOUT "
+        f"{job.settings.connect_timeout_s} s + 20 s = {job.settings.connect_wait_s} s {how} "
+        "in init_process_group('hccl') and failed. Check the processes of the ranks named "
+        "(did they start, did they crash earlier?); if they start late, raise "
+        "HCCL_CONNECT_TIMEOUT", code="EI0006", ranks=absent,
+        option="GEPLUG_SIM_ABSENT_RANK" if simulated else "HCCL_CONNECT_TIMEOUT")
+
+
+def _rendezvous(store: Any, job: JobEnv) -> None:
+    """Every rank announces itself; a missing one is HCCL's connect time-out."""
+    absent = sorted(job.faults.absent_ranks)
+    if absent:  # rehearsed: nothing waits, every rank (the absent one too) ends with it
+        raise _absent_error(job, absent, simulated=True)
+    store.set(f"{_JOIN}{job.rank}", "1")
+    keys = [f"{_JOIN}{r}" for r in range(job.size)]
+    try:
+        store.wait(keys, timedelta(seconds=job.settings.connect_wait_s))
+    except Exception:  # the store's own time-out (DistStoreError / RuntimeError)
+        missing = [r for r, k in enumerate(keys) if not store.check([k])]
+        raise _absent_error(job, missing or list(range(job.size)), simulated=False) from None
+
+
+class HcclProcessGroup(_PythonProcessGroup):
+    """See the module docstring."""
+
+    def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
+        super().__init__(rank, size)
+        self.job = read_job_env(resolve_product(os.environ), rank, size)
+        _rendezvous(store, self.job)
+        self.gloo: Any = ProcessGroupGloo(store, rank, size, timeout)
+        self.clock = CommClock(self.job, self._exchange)
+
+    def getBackendName(self) -> str:
+        """The backend's name, as torch reports it."""
+        return "hccl"
+
+    def _exchange(self, arrival: float) -> list[float]:
+        mine = torch.tensor([arrival], dtype=torch.float64)
+        every = [torch.empty_like(mine) for _ in range(self.size())]
+        self.gloo.allgather([every], [mine]).wait()
+        return [float(t.item()) for t in every]
+
+    def _time(self, kind: str, tensors: list[torch.Tensor], **kw: Any) -> None:
+        nbytes = float(sum(t.numel() * t.element_size() for t in tensors))
+        first = tensors[0] if tensors else torch.empty(0)
+        self.clock.collective(kind, nbytes, _dtype(first), tuple(first.shape), **kw)
+
+    # -- collectives (torch's ProcessGroup signatures) -------------------------------------
+
+    def allreduce(self, tensors: list[torch.Tensor],
+                  opts: AllreduceOptions = AllreduceOptions()) -> Any:  # noqa: B008
+        """allreduce (DDP's gradient buckets come here)."""
+        self._time("allreduce", tensors)
+        return self.gloo.allreduce(tensors, opts)
+
+    def broadcast(self, tensors: list[torch.Tensor],
+                  opts: BroadcastOptions = BroadcastOptions()) -> Any:  # noqa: B008
+        """broadcast from ``opts.rootRank``."""
+        self._time("broadcast", tensors, root=opts.rootRank)
+        return self.gloo.broadcast(tensors, opts)
+
+    def reduce(self, tensors: list[torch.Tensor],
+               opts: ReduceOptions = ReduceOptions()) -> Any:  # noqa: B008
+        """reduce to ``opts.rootRank``."""
+        self._time("reduce", tensors, root=opts.rootRank)
+        return self.gloo.reduce(tensors, opts)
+
+    def allgather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor],
+                  opts: AllgatherOptions = AllgatherOptions()) -> Any:  # noqa: B008
+        """allgather into a list per rank."""
+        self._time("allgather", inputs)
+        return self.gloo.allgather(outputs, inputs, opts)
+
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor,
+                        opts: AllgatherOptions = AllgatherOptions()) -> Any:  # noqa: B008
+        """allgather into one tensor (all_gather_into_tensor)."""
+        self._time("allgather", [input])
+        return self.gloo._allgather_base(output, input, opts)
+
+    def reduce_scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]],
+                       opts: ReduceScatterOptions = ReduceScatterOptions()) -> Any:  # noqa: B008
+        """reduce_scatter of a list per rank."""
+        self._time("reducescatter", [t for ts in inputs for t in ts])
+        return self.gloo.reduce_scatter(outputs, inputs, opts)
+
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor,
+                             opts: ReduceScatterOptions = ReduceScatterOptions()  # noqa: B008
+                             ) -> Any:
+        """reduce_scatter of one tensor (reduce_scatter_tensor)."""
+        self._time("reducescatter", [input])
+        return self.gloo._reduce_scatter_base(output, input, opts)
+
+    def alltoall_base(self, output: torch.Tensor, input: torch.Tensor,
+                      output_split_sizes: list[int], input_split_sizes: list[int],
+                      opts: AllToAllOptions = AllToAllOptions()) -> Any:  # noqa: B008
+        """all_to_all_single (alltoallv when split sizes are given)."""
+        kind = "alltoallv" if input_split_sizes or output_split_sizes else "alltoall"
+        self._time(kind, [input])
+        return self.gloo.alltoall_base(output, input, output_split_sizes, input_split_sizes,
+                                       opts)
+
+    def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
+                 opts: AllToAllOptions = AllToAllOptions()) -> Any:  # noqa: B008
+        """all_to_all of tensor lists."""
+        self._time("alltoallv", inputs)
+        return self.gloo.alltoall(outputs, inputs, opts)
+
+    def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> Any:
+        """send to rank ``dst``."""
+        self._time("send", tensors, peer=dst)
+        return self.gloo.send(tensors, dst, tag)
+
+    def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> Any:
+        """recv from rank ``src``."""
+        self._time("recv", tensors, peer=src)
+        return self.gloo.recv(tensors, src, tag)
+
+    def barrier(self, opts: BarrierOptions = BarrierOptions()) -> Any:  # noqa: B008
+        """barrier (a zero-byte collective)."""
+        self._time("barrier", [])
+        return self.gloo.barrier(opts)
+
+
+def create(store: Any, rank: int, size: int, timeout: timedelta) -> HcclProcessGroup:
+    """``Backend.register_backend``'s creator: the process group of one ``hccl`` group."""
+    return HcclProcessGroup(store, rank, size, timeout)

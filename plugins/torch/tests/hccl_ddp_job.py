@@ -1,0 +1,56 @@
+"""A plain DDP training script, as users run it with torchrun (used by test_torch_hccl_*).
+
+    torchrun --nproc_per_node 2 hccl_ddp_job.py BACKEND OUT [--profile]
+
+Trains a small MLP for 3 steps with DistributedDataParallel on ``BACKEND`` (hccl or gloo),
+each rank on its own data, and saves every step's gradients to ``OUT/grads_<rank>.pt``.
+With ``--profile`` the steps run under geplug_torch.profiler (torch_npu's API), which
+writes ``OUT/prof/*_ascend_pt``. Nothing in it is geplug-specific but the profiler import.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main(backend: str, out: str, profile: bool) -> None:
+    dist.init_process_group(backend)
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 8))
+    ddp = DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(100 + rank)
+    grads: list[list[torch.Tensor]] = []
+    prof = None
+    if profile:
+        from geplug_torch import profiler
+
+        prof = profiler.profile(
+            activities=[profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.NPU],
+            on_trace_ready=profiler.tensorboard_trace_handler(os.path.join(out, "prof")))
+        prof.start()
+    for _ in range(3):
+        x = torch.randn(16, 32, generator=gen)
+        y = torch.randn(16, 8, generator=gen)
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(ddp(x), y)
+        loss.backward()
+        grads.append([p.grad.detach().clone() for p in model.parameters()])
+        opt.step()
+        if prof is not None:
+            prof.step()
+    if prof is not None:
+        prof.stop()
+    torch.save(grads, os.path.join(out, f"grads_{rank}.pt"))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], "--profile" in sys.argv[3:])

@@ -1,0 +1,82 @@
+"""The ``hccl`` process group's rank-environment checks (torchrun's vs the Ascend variables)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from geplug_torch.distributed.rankenv import read_job_env, resolve_product
+
+from geplug.errors import HcclError
+from geplug.plugin import get_manager
+
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
+
+
+@pytest.fixture
+def a2():
+    return get_manager().products().get("atlas_a2")
+
+
+def _table(path, devices: list[int]) -> str:
+    table = {"status": "completed", "version": "1.0", "server_count": "1", "server_list": [
+        {"server_id": "10.0.0.1", "device": [
+            {"device_id": str(d), "device_ip": f"192.168.0.{d + 1}", "rank_id": str(r)}
+            for r, d in enumerate(devices)]}]}
+    path.write_text(json.dumps(table))
+    return str(path)
+
+
+def test_missing_ascend_variables_are_filled_in_from_torchrun(a2):
+    env = {"LOCAL_RANK": "1"}
+    job = read_job_env(a2, 1, 2, env)
+    assert (env["RANK_ID"], env["RANK_SIZE"], env["DEVICE_ID"]) == ("1", "2", "1")
+    assert job.device_id == 1 and job.topology.size == 2
+
+
+def test_rank_id_differing_from_torchs_rank_is_refused(a2):
+    with pytest.raises(HcclError, match=r"RANK_ID=3 but torch.distributed's rank \(RANK\) "
+                                        r"is 1.*export RANK_ID=1"):
+        read_job_env(a2, 1, 2, {"RANK_ID": "3"})
+
+
+def test_rank_size_differing_from_the_world_size_is_refused(a2):
+    with pytest.raises(HcclError, match=r"RANK_SIZE=8 but the world size \(WORLD_SIZE\) is 2"):
+        read_job_env(a2, 0, 2, {"RANK_SIZE": "8"})
+
+
+def test_rank_table_gives_the_topology_and_the_device(a2, tmp_path):
+    env = {"RANK_TABLE_FILE": _table(tmp_path / "rt.json", [4, 6])}
+    job = read_job_env(a2, 1, 2, env)
+    assert job.device_id == 6 and job.topology.places[1].device_ip == "192.168.0.7"
+
+
+def test_rank_table_of_another_size_than_the_job_is_refused(a2, tmp_path):
+    env = {"RANK_TABLE_FILE": _table(tmp_path / "rt.json", [0, 1, 2, 3])}
+    with pytest.raises(HcclError, match=r"lists 4 ranks but the job has WORLD_SIZE 2"):
+        read_job_env(a2, 0, 2, env)
+
+
+def test_device_id_differing_from_the_rank_tables_is_refused(a2, tmp_path):
+    env = {"RANK_TABLE_FILE": _table(tmp_path / "rt.json", [4, 6]), "DEVICE_ID": "1"}
+    with pytest.raises(HcclError, match=r"DEVICE_ID=1 but rank 1's device_id in .* is 6"):
+        read_job_env(a2, 1, 2, env)
+
+
+def test_a_fault_naming_a_rank_outside_the_job_is_refused(a2):
+    with pytest.raises(HcclError, match="GEPLUG_SIM_SLOW_RANK"):
+        read_job_env(a2, 0, 2, {"GEPLUG_SIM_SLOW_RANK": "5"})
+
+
+def test_without_a_backend_or_geplug_product_the_product_question_is_asked():
+    with pytest.raises(HcclError, match=r"export GEPLUG_PRODUCT=<product>"):
+        resolve_product({})
+
+
+def test_an_unknown_geplug_product_is_refused_with_the_known_ones():
+    with pytest.raises(HcclError, match=r"GEPLUG_PRODUCT='atlas_z9': unknown product "
+                                        r"'atlas_z9': did you mean .*'atlas_a2'"):
+        resolve_product({"GEPLUG_PRODUCT": "atlas_z9"})
