@@ -43,6 +43,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "device_info": re.compile(r"^info\.json\.\d{1,2}$"),
     "timeline": re.compile(r"^msprof_\d{14}\.json$"),
     "op_summary": re.compile(r"^op_summary_\d{14}\.csv$"),
+    "db": re.compile(r"^msprof_\d{14}\.db$"),
 }
 """The name patterns readers use (formats.md §6.8)."""
 

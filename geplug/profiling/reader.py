@@ -115,6 +115,15 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
                               "tasks": 0, "total_time_us": 0.0, "top_ops": [], "op_types": [],
                               "steps": []}
     summary = output_file(prof_dir, "op_summary")
+    dbs = sorted(n for n in os.listdir(prof_dir) if PATTERNS["db"].match(n))
+    if summary is None and dbs:
+        raise ProfilingError(
+            f"{escape_controls(prof_dir)!r} holds the msprof database "
+            f"{escape_controls(dbs[0])!r} but no mindstudio_profiler_output/op_summary_*.csv "
+            "(a DB-only export): geplug profile reads the CSV summaries of a text export; "
+            "export those with msprof, or read the database with msprof-analyze",
+            path=prof_dir,
+        )
     if summary is None:
         raise ProfilingError(
             f"{prof_dir!r} has no mindstudio_profiler_output/op_summary_*.csv: the run had "

@@ -260,6 +260,17 @@ def test_profile_plot_of_a_damaged_op_summary(tmp_path, cli, damage) -> None:
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
+def test_profile_summary_of_a_db_only_directory_names_the_database(tmp_path, cli) -> None:
+    prof = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
+    prof.mkdir()
+    (prof / "msprof_20260101000000.db").write_bytes(b"SQLite format 3\x00 damaged")
+    before = (prof / "msprof_20260101000000.db").read_bytes()
+    code, _out, err = cli("profile", "summary", str(prof))
+    assert code == 1
+    assert "msprof_20260101000000.db" in err and "DB-only export" in err
+    assert (prof / "msprof_20260101000000.db").read_bytes() == before
+
+
 # -- dump ls -----------------------------------------------------------------------------------
 
 
