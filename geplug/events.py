@@ -212,6 +212,9 @@ class GraphEvent:
     kind: Literal["graph"] = "graph"
     run: RunInfo
     ops: tuple[OpRecord, ...] = attrs.field(converter=_ops)
+    memory_bytes: int = 0
+    """Device memory the loaded model holds (the device model's plan: weights, activation
+    peak, workspace); 0 = not modelled. The profiling collectors' npu_mem records use it."""
 
 
 @attrs.frozen(kw_only=True)

@@ -273,11 +273,12 @@ def _match(
     if nodes[start].op_type not in steps[0]:
         return [start]
     members = [start]
+    inside = {start}  # the members as a set: membership tests stay O(1) on long chains
     step = 0
     while True:
         cur = members[-1]
         nexts = sorted({c for t in nodes[cur].outputs if t for c in consumers.get(t, ())
-                        if ok(c) and c not in members}, key=order.__getitem__)
+                        if ok(c) and c not in inside}, key=order.__getitem__)
         chosen = None
         probe = step + 1 if "*" not in steps[step] else step
         candidates = [probe] if probe < len(steps) else []
@@ -291,7 +292,7 @@ def _match(
         for want in candidates:
             for c in nexts:
                 if nodes[c].op_type in steps[want] and _inputs_ready(
-                        c, members, nodes, order, producer, opt):
+                        c, order[start], inside, nodes, order, producer, opt):
                     chosen = (c, want)
                     break
             if chosen:
@@ -299,6 +300,7 @@ def _match(
         if chosen is None:
             break
         members.append(chosen[0])
+        inside.add(chosen[0])
         step = chosen[1]
     # shrink until every internal tensor is consumed only inside and is no graph output
     while len(members) > 1 and not _closed(members, nodes, consumers, graph_outputs):
@@ -324,13 +326,11 @@ def _complete(steps: Sequence[tuple[str, ...]], types: list[str]) -> bool:
     return all("?" in step or "*" in step for step in steps[i:])
 
 
-def _inputs_ready(candidate: str, members: list[str], nodes: Mapping[str, Node],
+def _inputs_ready(candidate: str, start: int, inside: set[str], nodes: Mapping[str, Node],
                   order: Mapping[str, int], producer: Mapping[str, str],
                   opt: OptimizedGraph) -> bool:
-    """Every input of ``candidate`` is from the chain or produced before it starts
-    (so merging cannot create a cycle)."""
-    start = order[members[0]]
-    inside = set(members)
+    """Every input of ``candidate`` is from the chain (``inside``, starting at position
+    ``start``) or produced before it starts (so merging cannot create a cycle)."""
     for t in nodes[candidate].inputs:
         if not t:
             continue

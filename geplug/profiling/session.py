@@ -136,6 +136,8 @@ class ProfilingSession:
         self.comm = CommCollector() if eff.hccl or eff.task_level != "off" else None
         self.markers = MarkerCollector(log("msproftx", hdata)) if eff.msproftx else None
         self.samplers: list[tuple[str, WindowSampler]] = []
+        self.model_memory: dict[int, int] = {}
+        """Model id -> device bytes its memory plan holds (GraphEvent.memory_bytes)."""
         for option, kind in SAMPLER_ITEMS.items():
             freq = getattr(eff, option)
             if freq:
@@ -227,7 +229,9 @@ class ProfilingSession:
             handler(event)
 
     def on_graph(self, ev: GraphEvent) -> None:
-        """A compiled graph: validate fp/bp names."""
+        """A compiled graph: validate fp/bp names; note the memory the model holds."""
+        if ev.memory_bytes:
+            self.model_memory[ev.run.model_id] = ev.memory_bytes
         if self.steps is not None:
             self.steps.on_graph(ev)
 

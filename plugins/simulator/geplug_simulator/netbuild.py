@@ -119,14 +119,18 @@ def _gelu(n: _Net, x: str) -> str:
 
 
 def bert(layers: int = 2, hidden: int = 768, heads: int = 12, seq: int = 128, batch: int = 8,
-         style: str = "dynamo", vocab: int = 1000, weights: str = "initializer"
-         ) -> onnx.ModelProto:
+         style: str = "dynamo", vocab: int = 1000, weights: str = "initializer",
+         causal: bool = False, lm_head: bool = False) -> onnx.ModelProto:
     """A BERT encoder (embedding gather, ``layers`` transformer blocks): BERT-base width by
     default (hidden 768, 12 heads, FFN 4x). ``weights="input"``: weights are graph inputs
-    of the right shapes (no values), for costing big models."""
+    of the right shapes (no values), for costing big models. ``causal`` masks attention to
+    earlier positions and ``lm_head`` projects onto the vocabulary with the embedding
+    (tied, as GPT-2 does): :func:`gpt2`."""
     n = _Net(style, weights=weights)
     dh = hidden // heads
-    emb = n.op("Gather", [n.weight((vocab, hidden), "emb"), "ids"], axis=0)
+    table = n.weight((vocab, hidden), "emb")
+    emb = n.op("Gather", [table, "ids"], axis=0)
+    mask = n.const(np.triu(np.full((seq, seq), -1e4, np.float32), 1)) if causal else ""
     x = _layer_norm(n, n.op("Add", [emb, n.weight((seq, hidden), "pos")]), hidden)
     for _ in range(layers):
         x = n.ident(x)
@@ -142,6 +146,8 @@ def bert(layers: int = 2, hidden: int = 768, heads: int = 12, seq: int = 128, ba
         q, k, v = (heads_of(proj(x, hidden)) for _ in range(3))
         kt = n.op("Transpose", [k], perm=[0, 1, 3, 2])
         s = n.op("Div", [n.op("MatMul", [q, kt]), n.const(np.array(np.sqrt(dh), np.float32))])
+        if mask:
+            s = n.op("Add", [s, mask])
         p = n.op("Softmax", [s], axis=-1)
         ctx = n.op("Transpose", [n.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
         ctx = n.reshape(ctx, [0, 0, hidden], like=x)
@@ -150,11 +156,21 @@ def bert(layers: int = 2, hidden: int = 768, heads: int = 12, seq: int = 128, ba
         f = n.op("Add", [n.op("MatMul", [f, n.weight((4 * hidden, hidden))]),
                          n.weight((hidden,), "b")])
         x = _layer_norm(n, n.op("Add", [x, f]), hidden)
+    if lm_head:
+        n.op("MatMul", [x, n.op("Transpose", [table], perm=[1, 0])])
     n.nodes[-1].output[0] = "y"
-    return n.model("bert", [helper.make_tensor_value_info("ids", TensorProto.INT64,
-                                                           [batch, seq])],
+    return n.model("gpt2" if lm_head else "bert",
+                   [helper.make_tensor_value_info("ids", TensorProto.INT64, [batch, seq])],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT,
-                                                  [batch, seq, hidden])])
+                                                  [batch, seq, vocab if lm_head else hidden])])
+
+
+def gpt2(layers: int = 12, hidden: int = 768, heads: int = 12, seq: int = 128, batch: int = 1,
+         vocab: int = 50257, style: str = "dynamo") -> onnx.ModelProto:
+    """GPT-2 small's shape by default: causal blocks of BERT-base width and the tied
+    vocabulary projection (post-norm blocks here; the cost and run time are the same)."""
+    return bert(layers=layers, hidden=hidden, heads=heads, seq=seq, batch=batch, style=style,
+                vocab=vocab, causal=True, lm_head=True)
 
 
 _MBV2 = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),

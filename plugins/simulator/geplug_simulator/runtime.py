@@ -2,7 +2,8 @@
 
 Pipeline (DESIGN.md "The simulator"): import (opset pinned) -> per-node decisions from the
 core (:func:`geplug.precision.decide`) -> Cast-pair rewrite -> one onnxruntime CPU session
-(explicit threads, spinning off, ORT_ENABLE_BASIC, which keeps node names and Cast pairs) ->
+(explicit threads, spinning off, onnxruntime's default ORT_ENABLE_ALL, which keeps every Cast
+pair: its fusions never cross a Cast, and geplug's own GE-style fusion is in the device model) ->
 kernel_meta files and simulated op times. A start-up self-check verifies that a float16
 overflow still yields inf.
 """
@@ -60,12 +61,15 @@ def default_threads() -> int:
 
 
 def session_options(threads: int | None = None) -> ort.SessionOptions:
-    """The simulator's session options (explicit threads, no spinning, node names kept)."""
+    """The simulator's session options (explicit threads, no spinning, onnxruntime's full
+    graph optimisation: it keeps the Cast pairs that emulate reduced precision, checked by
+    ``test_sim_session_level.py``; tensors a dump needs are graph outputs of the exposing
+    session, which onnxruntime never fuses away)."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads or default_threads()
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.add_session_config_entry("session.inter_op.allow_spinning", "0")
     # FATAL only: every onnxruntime error reaches the caller as a CompileError / RunError
@@ -304,7 +308,7 @@ class SimRuntime:
             system.emit_profile(GraphEvent(
                 run=RunInfo(system=system, model_name=imported.name, model_id=model_id,
                             step=-1, device_id=system.device_id),
-                ops=records,
+                ops=records, memory_bytes=device.memory.total_bytes,
             ))
         self.models.append(compiled)
         return compiled
