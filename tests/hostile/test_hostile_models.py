@@ -80,3 +80,12 @@ def test_a_name_that_is_not_utf8_is_named_by_its_field(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "model.graph.node[0].name is not UTF-8 text" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_zero_dimension_beside_huge_ones_is_no_traceback(tmp_path: Path) -> None:
+    (tmp_path / "model.onnx").write_bytes(_model([0, 2**40, 2**40, 3]))  # numpy: "too big"
+    compiled = _geplug(tmp_path, "compile", "--product", "atlas_a2", "model.onnx")
+    assert compiled.returncode in (0, 1) and "Traceback" not in compiled.stderr
+    done = _geplug(tmp_path, "run", "--product", "atlas_a2", "model.onnx")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "207001" in done.stderr or "input 'x'" in done.stderr

@@ -96,7 +96,8 @@ def _zeros(imported: ImportedModel) -> dict[str, np.ndarray] | None:
         if np_type is None:
             return None
         shape = tuple(int(d or 0) for d in t.shape)
-        total += math.prod(shape) * np.dtype(np_type).itemsize
+        # zero dims counted as 1: numpy refuses (0, 2**40, 2**40) too, it is no real input
+        total += math.prod(max(d, 1) for d in shape) * np.dtype(np_type).itemsize
         if total > MAX_GENERATED_INPUT_BYTES:
             return None
         shapes[name] = (shape, np_type)
