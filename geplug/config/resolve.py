@@ -146,6 +146,9 @@ def resolve(
         rank = read_rank_info(env, product)  # the one read of the rank table
     except GeplugError:
         rank = None  # the check says why
+    if rank is not None:
+        sources["rank"] = next((Source.env(name) for name in ("RANK_TABLE_FILE", "RANK_ID")
+                                if env.get(name)), Source.BUILTIN_DEFAULT)
     if env.get("RANK_TABLE_FILE") and rank is not None:
         table_device = rank.device_id
     if table_device is not None:
