@@ -6,7 +6,10 @@ msprof-analyze's cluster recipes read it next to ``msprof_{ts14}.db`` for msprof
 records as ``analyze/communication*.json`` and the Overlap Analysis track: one StepTraceTime
 row per step (µs, the overlap intervals clipped to the step), one row per communication op
 and link. Without communication tasks the communication tables are present and empty, which
-the recipes report as "no communication data". Complete or absent (temporary file, rename).
+the recipes report as "no communication data". ``CommAnalyzerMatrix`` has msprof's columns
+only (no ``op_name``: msprof-analyze renames ``hccl_op_name`` to ``op_name`` for msprof data,
+and a second ``op_name`` column makes its communication_matrix recipe fail). Complete or
+absent (temporary file, rename).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ SCHEMA = {
                               "count NUMERIC, total_duration NUMERIC"),
     "CommAnalyzerMatrix": ("hccl_op_name TEXT, group_name TEXT, src_rank TEXT, "
                            "dst_rank TEXT, transport_type TEXT, transit_size NUMERIC, "
-                           "transit_time NUMERIC, bandwidth NUMERIC, op_name TEXT"),
+                           "transit_time NUMERIC, bandwidth NUMERIC"),
 }
 
 
@@ -63,7 +66,7 @@ def _comm_rows(communication: dict[str, Any], matrix: dict[str, Any]) -> tuple[
         for pair, m in pairs.items():
             src, _, dst = pair.partition("-")
             links.append((name, group, src, dst, m["Transport Type"], m["Transit Size(MB)"],
-                          m["Transit Time(ms)"], m["Bandwidth(GB/s)"], m["Op Name"]))
+                          m["Transit Time(ms)"], m["Bandwidth(GB/s)"]))
     return times, bands, links
 
 
@@ -91,7 +94,7 @@ def write_analyzer_db(path: str, steps: Iterable[tuple[int, dict[str, int]]],
                              times)
             conn.executemany("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?,?,?,?,?,?,?)",
                              bands)
-            conn.executemany("INSERT INTO CommAnalyzerMatrix VALUES (?,?,?,?,?,?,?,?,?)",
+            conn.executemany("INSERT INTO CommAnalyzerMatrix VALUES (?,?,?,?,?,?,?,?)",
                              links)
             conn.commit()
         finally:

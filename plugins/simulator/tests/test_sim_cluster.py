@@ -226,26 +226,3 @@ def test_a_single_system_refuses_a_collective_and_points_at_ranks(job_dir, capsy
     assert main(["run", "ar.onnx", "--product", "atlas_a2"]) == 1
     err = capsys.readouterr().err
     assert "node 'ar' is a collective" in err and "--ranks N" in err
-
-
-def test_msprof_analyze_cluster_reads_the_8_ranks_communication(job_dir):
-    import shutil
-    import subprocess
-
-    tool = shutil.which("msprof-analyze")
-    if tool is None:
-        pytest.skip("msprof-analyze is not installed (the realtools env has it)")
-    assert main(["run", "ar.onnx", "--ranks", "8", "--product", "atlas_a2",
-                 "--config", "cfg.toml"]) == 0
-    subprocess.run([tool, "cluster", "-d", "prof", "-m", "all"], check=True,
-                   capture_output=True, timeout=600)
-    with open("prof/cluster_analysis_output/cluster_communication.json") as fh:
-        cluster = json.load(fh)
-    group = cluster["(0, 1, 2, 3, 4, 5, 6, 7)"]
-    ranks = next(iter(group.values()))["hcom_allReduce__ar@hccl_world_group"]
-    product = get_manager().products().get("atlas_a2")
-    model = simulate(Topology.generated(product, 8), "allreduce", 64 * 64 * 4,
-                     read_settings({}))
-    assert sorted(ranks, key=int)[:2] == ["0", "1"] and len(ranks) == 8
-    assert ranks["3"]["Communication Time Info"]["Elapse Time(ms)"] == pytest.approx(
-        model.duration_us / 1000, abs=2e-6)

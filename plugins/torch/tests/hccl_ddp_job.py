@@ -3,7 +3,8 @@
     torchrun --nproc_per_node 2 hccl_ddp_job.py BACKEND OUT [--profile]
 
 Trains a small MLP for 3 steps with DistributedDataParallel on ``BACKEND`` (hccl or gloo),
-each rank on its own data, and saves every step's gradients to ``OUT/grads_<rank>.pt``.
+each rank on its own data, and saves every step's gradients to ``OUT/grads_<rank>.pt``;
+then all-reduces on a ``new_group`` of rank 0 alone (``OUT/subgroup.pt``).
 With ``--profile`` the steps run under geplug_torch.profiler (torch_npu's API), which
 writes ``OUT/prof/*_ascend_pt``. Nothing in it is geplug-specific but the profiler import.
 """
@@ -49,6 +50,11 @@ def main(backend: str, out: str, profile: bool) -> None:
     if prof is not None:
         prof.stop()
     torch.save(grads, os.path.join(out, f"grads_{rank}.pt"))
+    sub = dist.new_group([0])  # a sub-group of rank 0 alone (every rank must create it)
+    if rank == 0:
+        t = torch.full((3,), 2.0)
+        dist.all_reduce(t, group=sub)
+        torch.save(t, os.path.join(out, "subgroup.pt"))
     dist.destroy_process_group()
 
 

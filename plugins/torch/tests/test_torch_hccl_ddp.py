@@ -66,6 +66,11 @@ def test_ddp_on_hccl_trains_with_the_same_gradients_as_gloo(runs):
             assert all(torch.equal(a, b) for a, b in zip(step_h, step_g, strict=True))
 
 
+def test_a_new_group_sub_group_runs_its_collectives_on_hccl(runs):
+    result = torch.load(os.path.join(runs["hccl"], "subgroup.pt"))
+    assert torch.equal(result, torch.full((3,), 2.0))
+
+
 def test_each_rank_writes_its_own_ascend_pt_with_its_rank(runs):
     dirs = _ascend_pt(runs["hccl"])
     assert len(dirs) == 2

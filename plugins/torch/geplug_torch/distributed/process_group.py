@@ -81,12 +81,28 @@ def _rendezvous(store: Any, job: JobEnv) -> None:
 class HcclProcessGroup(_PythonProcessGroup):
     """See the module docstring."""
 
+    _made = 0
+    """hccl groups created in this process (every rank creates the same ones, in order)."""
+
     def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
         super().__init__(rank, size)
-        self.job = read_job_env(resolve_product(os.environ), rank, size)
+        product = resolve_product(os.environ)
+        world = os.environ.get("WORLD_SIZE", "").strip()
+        if world.isdigit() and int(world) != size:
+            # a new_group sub-group: timed as a job of its own size on generated servers
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID",
+                                "ASCEND_DEVICE_ID")}
+            self.job = read_job_env(product, rank, size, env)
+        else:
+            self.job = read_job_env(product, rank, size)
         _rendezvous(store, self.job)
         self.gloo: Any = ProcessGroupGloo(store, rank, size, timeout)
-        self.clock = CommClock(self.job, self._exchange)
+        tag = HcclProcessGroup._made
+        HcclProcessGroup._made += 1
+        self.clock = CommClock(self.job, self._exchange,
+                               group="hccl_world_group" if tag == 0 else f"hccl_group_{tag}",
+                               tag=tag)
 
     def getBackendName(self) -> str:
         """The backend's name, as torch reports it."""
