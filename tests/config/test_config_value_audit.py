@@ -105,3 +105,13 @@ def test_unknown_ge_level_gets_did_you_mean() -> None:
 
     with pytest.raises(ConfigError, match="did you mean 'session'"):
         SessionConfig.from_ge_options({}, level="sesion")
+
+
+def test_a_torch_precision_mode_typo_is_one_error_with_did_you_mean(a2: Any) -> None:
+    """torch_npu takes two values; the one error lists those, suggesting the closest."""
+    config = SessionConfig.from_mapping({"front_end": "torch",
+                                         "precision_mode": "allow_fp32_to_fp61"})
+    errors = [p for p in check(config, a2, env={}) if p.severity == "error"]
+    assert len(errors) == 1, errors
+    assert "ACL_PRECISION_MODE" in errors[0].message
+    assert errors[0].hint == "did you mean 'allow_fp32_to_fp16'?"

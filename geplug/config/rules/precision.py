@@ -10,6 +10,7 @@ import difflib
 
 from geplug import vocab
 from geplug.config.defaults import PRECISION_MODES, PRECISION_MODES_V2, default_precision
+from geplug.config.parse_common import choice_hint
 from geplug.config.rules.base import Ctx
 
 __all__ = ["BF16_MODES", "MIXED_MODES", "TORCH_PRECISION", "check_precision"]
@@ -29,17 +30,19 @@ def check_precision(ctx: Ctx) -> None:
         ctx.err("precision_mode_v2", c.precision_mode_v2, "Cannot configure both parameters "
                 "precision_mode and precision_mode_v2 simultaneously.",
                 "keep only one of precision_mode and precision_mode_v2", code="E10056")
-    _value(ctx, "precision_mode", c.precision_mode, PRECISION_MODES, ctx.p.precision.modes)
+    torch_refuses = (c.front_end == "torch" and c.precision_mode is not None
+                     and c.precision_mode not in TORCH_PRECISION)
+    if not torch_refuses:  # else the torch_npu error below is the one report of this value
+        _value(ctx, "precision_mode", c.precision_mode, PRECISION_MODES, ctx.p.precision.modes)
     _value(ctx, "precision_mode_v2", c.precision_mode_v2, PRECISION_MODES_V2,
            ctx.p.precision.modes_v2)
     if c.precision_mode == "force_fp16" and ctx.run_mode == 1:
         ctx.err("precision_mode", "force_fp16", "force_fp16 applies to online inference only "
                 "(graph_run_mode 0)", "use graph_run_mode = 0, or another precision mode")
-    if c.front_end == "torch" and c.precision_mode is not None and \
-            c.precision_mode not in TORCH_PRECISION:
+    if torch_refuses:
         ctx.err("precision_mode", c.precision_mode, "value of ACL_PRECISION_MODE should be in "
                 f"{list(TORCH_PRECISION)} but got {c.precision_mode}",
-                "use allow_fp32_to_fp16 or must_keep_origin_dtype")
+                choice_hint(c.precision_mode, TORCH_PRECISION, listed=True))
     if c.modify_mixlist is not None:
         _mixlist(ctx, c.modify_mixlist)
 
