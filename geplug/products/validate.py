@@ -53,7 +53,9 @@ def _validator_error(exc: Exception, where: str) -> tuple[str, str]:
     args = exc.args
     if len(args) == 4 and isinstance(args[1], attrs.Attribute):
         attribute, options, value = args[1], args[2], args[3]
-        return (f"{where}.{attribute.name}", f"expected one of {list(options)}, got {value!r}")
+        hint = close_key(value, [str(o) for o in options]) if isinstance(value, str) else ""
+        return (f"{where}.{attribute.name}",
+                f"expected one of {list(options)}, got {value!r}{hint}")
     return (where, str(exc))
 
 

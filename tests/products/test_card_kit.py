@@ -250,3 +250,10 @@ def test_describe_cites_documentation_a_pip_user_has(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "options.md" not in out and "formats.md" not in out
     assert "CANN docs: profiling_options" in out
+
+
+def test_a_value_outside_a_fields_choices_gets_did_you_mean(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _card(tmp_path, CARD + '[ops.Relu]\nop_class = "vectr"\n')
+    code, text = _validate(path, capsys)
+    assert code == 1 and "ops.Relu.op_class" in text and "did you mean 'vector'" in text, text
