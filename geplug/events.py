@@ -317,6 +317,12 @@ class StepTasksEvent:
     Task ``i`` starts at ``start_ns + table.offset_ns[i]`` ns after ``run.time_base_us``.
     Third-party plugins that implement ``geplug_profile`` also get each task as a
     :class:`TaskEvent` with ``in_batch = True`` (see :func:`expand_tasks`).
+
+    A **whole-step record** (``begin_us`` and ``end_us`` set) also stands for the step's two
+    :class:`StepEvent` boundaries and its host runtime calls (``calls``), so a profiled step
+    costs one event. A backend sends it that way only when no third-party plugin implements
+    ``geplug_profile`` (``PluginManager.has_external``); otherwise it sends the separate
+    events, which third-party plugins understand.
     """
 
     kind: Literal["step_tasks"] = "step_tasks"
@@ -324,6 +330,13 @@ class StepTasksEvent:
     table: TaskTable
     start_ns: int
     """Start of the step's first task, integer ns after ``run.time_base_us``."""
+    begin_us: float | None = None
+    """Whole-step record: the step's begin, µs after ``run.time_base_us``."""
+    end_us: float | None = None
+    """Whole-step record: the step's end, µs after ``run.time_base_us``."""
+    calls: tuple[tuple[str, float, float], ...] = ()
+    """Whole-step record: the step's host runtime API calls (name, start µs after
+    ``run.time_base_us``, duration µs), as :class:`ApiCall` at level ``runtime`` would say."""
 
 
 def expand_tasks(event: StepTasksEvent) -> Iterable[TaskEvent]:

@@ -39,21 +39,24 @@ class ApiCollector:
     def on_call(self, ev: ApiCall, start_ns: int | None = None) -> None:
         """Record one call (``start_ns``: its absolute start in integer ns, exact; else
         taken from ``ev.start_us``)."""
-        if not self.wants(ev.level):
-            return
-        d = ev.duration_us
         if start_ns is None:
             start_ns = round(ev.start_us * 1000)
-        s = self.stats.get((ev.level, ev.name))
+        self.on_values(ev.level, ev.name, start_ns, ev.duration_us)
+
+    def on_values(self, level: str, name: str, start_ns: int, d: float) -> None:
+        """Record one call from its values (``d``: duration in µs)."""
+        if not self.wants(level):
+            return
+        s = self.stats.get((level, name))
         if s is None:
-            self.stats[(ev.level, ev.name)] = [1, d, d, d, d * d]
+            self.stats[(level, name)] = [1, d, d, d, d * d]
         else:
             s[0] += 1
             s[1] += d
             s[2] = min(s[2], d)
             s[3] = max(s[3], d)
             s[4] += d * d
-        self.log.write(f"{ev.level}\t{ev.name}\t{start_ns}\t{round(d * 1000)}\n")
+        self.log.write(f"{level}\t{name}\t{start_ns}\t{round(d * 1000)}\n")
 
     def rows(self) -> Iterator[list[str]]:
         """api_statistic rows, most total time first (Device_id ``host``: host-side calls)."""

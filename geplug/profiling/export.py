@@ -123,8 +123,8 @@ def export(session: ProfilingSession) -> list[str]:
                 l2_csv = CsvFile(stack, path("l2_cache"), l2.header(product.profiling.l2),
                                  written)
                 mode = product.profiling.l2
-                tasks.extra.append(lambda t: l2_csv.writerow(l2.row(session.device_id, t, mode))
-                                   if l2.wants(t) else None)
+                tasks.static.append((l2_csv.handle, lambda t: l2.row(session.device_id, t, mode)
+                                     if l2.wants(t) else None))
             tasks.run()
             overlap.write_track(timeline, tasks.compute, tasks.comm)
             if session.api is not None:

@@ -239,6 +239,46 @@ class MsprofDb:
         c.execute("DROP TABLE temp.pmu_task")
         c.execute("DROP TABLE temp.pmu_key")
 
+    def begin_task_rows(self) -> None:
+        """Start TASK / COMPUTE_TASK_INFO / launch CANN_API rows by signature: the static
+        columns once per op signature (:meth:`add_task_sig`), per task only its times
+        (:meth:`add_task_rows`); :meth:`end_task_rows` joins them inside SQLite."""
+        c = self.conn
+        c.execute("CREATE TEMP TABLE trow (gid INTEGER PRIMARY KEY, sig INTEGER, st INTEGER, "
+                  "en INTEGER, ls INTEGER, le INTEGER, k INTEGER)")
+        c.execute("CREATE TEMP TABLE tsig (sig INTEGER PRIMARY KEY, comm INTEGER, tt INTEGER, "
+                  "stream INTEGER, taskid INTEGER, model INTEGER, " +
+                  ", ".join(f"c{i} INTEGER" for i in range(14)) + ")")
+
+    def add_task_sig(self, sig: int, values: tuple[Any, ...]) -> None:
+        """One signature: (comm, taskType id, streamId, taskId, modelId, then the 14
+        COMPUTE_TASK_INFO columns after globalTaskId, or NULLs for a communication task)."""
+        self.conn.execute(f"INSERT INTO temp.tsig VALUES ({', '.join('?' * 20)})",
+                          (sig, *values))
+
+    def add_task_rows(self, rows: Iterable[tuple[int, ...]]) -> None:
+        """(globalTaskId, signature, startNs, endNs, launch startNs, launch endNs, PMU key or
+        -1) rows, in globalTaskId order."""
+        self.conn.executemany("INSERT INTO temp.trow VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def end_task_rows(self, *, device_id: int, pid: int, launch_tid: int, launch_type: int,
+                      launch_name: int) -> None:
+        """Expand the rows into TASK, COMPUTE_TASK_INFO, the launches' CANN_API rows and the
+        PMU keys of :meth:`begin_pmu` (connectionId = globalTaskId)."""
+        c = self.conn
+        c.execute("INSERT INTO TASK SELECT t.st, t.en, ?, t.gid, t.gid, ?, s.tt, 0, s.stream, "
+                  "s.taskid, s.model FROM temp.trow t JOIN temp.tsig s ON s.sig = t.sig "
+                  "ORDER BY t.gid", (device_id, pid))
+        cols = ", ".join(f"s.c{i}" for i in range(1, 14))
+        c.execute(f"INSERT INTO COMPUTE_TASK_INFO SELECT s.c0, t.gid, {cols} FROM temp.trow t "
+                  "JOIN temp.tsig s ON s.sig = t.sig WHERE s.comm = 0 ORDER BY t.gid")
+        c.execute("INSERT INTO CANN_API SELECT t.ls, t.le, ?, ?, t.gid, ? FROM temp.trow t "
+                  "ORDER BY t.gid", (launch_type, launch_tid, launch_name))
+        c.execute("INSERT INTO temp.pmu_task SELECT gid, k FROM temp.trow WHERE k >= 0 "
+                  "ORDER BY gid")
+        c.execute("DROP TABLE temp.trow")
+        c.execute("DROP TABLE temp.tsig")
+
     def add_api(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """CANN_API rows: (startNs, endNs, type id, globalTid, connectionId, name id)."""
         self._rows("CANN_API", rows, 6)

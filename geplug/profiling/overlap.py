@@ -91,8 +91,9 @@ def write_track(timeline: TimelineWriter, compute: Sequence[int],
     if not any(len(v) for v in sets.values()):
         return
     for tid, name in enumerate(THREADS):
-        for s, e in sets[name].tolist():
-            timeline.span(PROCESS, tid, name, name, s, e)
+        iv = sets[name]
+        if len(iv):
+            timeline.spans(PROCESS, tid, name, name, iv[:, 0], iv[:, 1])
 
 
 def _covered(iv: np.ndarray, x: np.ndarray) -> np.ndarray:

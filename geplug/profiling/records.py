@@ -55,7 +55,7 @@ class RecordLog(SliceLog):
     def extend_array(self, values: Any) -> None:
         """Append whole records from a C-contiguous numpy array of this log's type (the
         batched path: one call per step, flushed at chunk boundaries)."""
-        self._buf.frombytes(values.tobytes())
+        self._buf.frombytes(memoryview(values).cast("B"))  # no intermediate bytes copy
         if len(self._buf) >= self._chunk:
             self.flush()
 

@@ -54,6 +54,8 @@ class _Prepared:
     n: int
     rec: np.ndarray
     """(n, 5) int64 records with the step and start shift still to add."""
+    buf: np.ndarray
+    """(n, 5) int64 scratch the step's records are computed into (appended at once)."""
     offset_us: list[float]
     offset_ns: list[int]
     duration_ns: list[int]
@@ -81,8 +83,9 @@ class _Prepared:
         trace = set(comm_idx[:1]) | set(compute[:1]) | set(compute[-1:])
         names = {eff.fp_point, eff.bp_point} - {""}
         trace |= {i for i in compute if table.tasks[i].op.name in names}
-        return cls(n, rec, (table.offset_ns / 1000).tolist(), table.offset_ns.tolist(),
-                   table.duration_ns.tolist(), comm, comm_idx, sorted(trace))
+        return cls(n, rec, np.empty_like(rec), (table.offset_ns / 1000).tolist(),
+                   table.offset_ns.tolist(), table.duration_ns.tolist(), comm, comm_idx,
+                   sorted(trace))
 
 SLICE_BYTES = DEFAULT_SLICE_BYTES
 """Raw slice size (module attribute: tests lower it to exercise ageing)."""
@@ -275,20 +278,33 @@ class ProfilingSession:
         return prep
 
     def on_step_tasks(self, ev: StepTasksEvent) -> None:
-        """Every task of a step at once (the hot path: one call per step, vectorised)."""
+        """Every task of a step at once (the hot path: one call per step, vectorised); a
+        whole-step record also carries the step's boundaries and host calls."""
+        whole = ev.begin_us is not None and ev.end_us is not None
+        run_base = ev.run.time_base_us
+        if whole:
+            self._bound(ev.run, "begin", ev.begin_us)  # type: ignore[arg-type]
+            if self.api is not None:
+                on_values = self.api.on_values
+                for name, start, dur in ev.calls:
+                    on_values("runtime", name, run_base * 1000 + round(start * 1000)
+                              if run_base else us_to_ns(start), dur)
+        self._tasks_of_step(ev, run_base)
+        if whole:
+            self._bound(ev.run, "end", ev.end_us)  # type: ignore[arg-type]
+
+    def _tasks_of_step(self, ev: StepTasksEvent, run_base: int) -> None:
         prep = self._prepared(ev.table)
         if not prep.n:
             return
-        run_base = ev.run.time_base_us
         if self.record_tasks:
             base = self.base_us
             if base is None:
                 base = self.base_us = run_base or ev.start_ns // 1000
-            rec = prep.rec.copy()
-            rec[:, 1] = ev.run.step
-            rec[:, 2] += ((run_base - base) * 1000 + ev.start_ns if run_base
-                          else ev.start_ns - base * 1000)
-            self.tasks.tasks.extend_array(rec)
+            # one broadcast add into the table's own buffer: step and start shift per row
+            np.add(prep.rec, (0, ev.run.step, (run_base - base) * 1000 + ev.start_ns
+                              if run_base else ev.start_ns - base * 1000, 0, 0), out=prep.buf)
+            self.tasks.tasks.extend_array(prep.buf)
         start0 = run_base + ev.start_ns / 1000  # absolute µs float: aggregates only
         start0_ns = run_base * 1000 + ev.start_ns
         tasks = ev.table.tasks
@@ -317,19 +333,22 @@ class ProfilingSession:
 
     def on_step(self, ev: StepEvent) -> None:
         """A step boundary (kept as integer ns for STEP_TIME and the per-step overlap)."""
-        base = ev.run.time_base_us
-        ns = base * 1000 + round(ev.time_us * 1000) if base else us_to_ns(ev.time_us)
-        key = (ev.run.model_id, ev.run.step)
-        if ev.phase == "begin":
+        self._bound(ev.run, ev.phase, ev.time_us)
+
+    def _bound(self, run: Any, phase: str, time_us: float) -> None:
+        base = run.time_base_us
+        ns = base * 1000 + round(time_us * 1000) if base else us_to_ns(time_us)
+        key = (run.model_id, run.step)
+        if phase == "begin":
             self._step_open[key] = ns
         else:
             begin = self._step_open.pop(key, None)
             if begin is not None:
-                self.step_times.extend((ev.run.step + 1, begin, ns))
+                self.step_times.extend((run.step + 1, begin, ns))
         if self.steps is not None:
-            self.steps.on_step(ev, ns)
-        if ev.phase == "end" and self.samplers:
-            absolute = base + ev.time_us
+            self.steps.on_bound(run.model_id, run.step, phase, ns)
+        if phase == "end" and self.samplers:
+            absolute = base + time_us
             for _, sampler in self.samplers:
                 sampler.advance(absolute)
 

@@ -72,10 +72,13 @@ class StepTraceCollector:
     def on_step(self, ev: StepEvent, time_ns: int | None = None) -> None:
         """Open or close the step of ``ev.run.model_id`` (``time_ns``: the boundary in exact
         integer ns since the epoch; else taken from ``ev.time_us``)."""
-        model = ev.run.model_id
         t = us_to_ns(ev.time_us) if time_ns is None else time_ns
-        if ev.phase == "begin":
-            self._open[model] = {"step": ev.run.step, "begin": t, "fp": None,
+        self.on_bound(ev.run.model_id, ev.run.step, ev.phase, t)
+
+    def on_bound(self, model: int, step: int, phase: str, t: int) -> None:
+        """A step boundary of ``model`` at ``t`` (integer ns since the epoch)."""
+        if phase == "begin":
+            self._open[model] = {"step": step, "begin": t, "fp": None,
                                  "bp": None, "rs": None, "rd": None}
             return
         state = self._open.pop(model, None)

@@ -20,11 +20,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-from array import array
 from collections.abc import Callable
+from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any
 
+import numpy as np
+
 from geplug.profiling import hccl as hccl_mod
+from geplug.profiling import overlap
 from geplug.profiling.layout import dtype_name, fmt_list, format_name, quoted_shapes
 from geplug.profiling.msprof_db import API_TYPES, HCCL_DATA_TYPES, MsprofDb, pmu_db_name
 from geplug.profiling.pmu import PmuModel, TaskWork
@@ -55,13 +58,25 @@ def _csv_line(cells: list[str]) -> str:
     return buf.getvalue()
 
 
-def _t(ns: int) -> str:
-    whole, frac = divmod(ns, 1000)
-    return f"{whole}.{frac:03d}"
+def _esc(text: str) -> str:
+    """``text`` as literal part of a %-template."""
+    return text.replace("%", "%%")
+
+
+_TIME = "%d.%03d"
+"""An integer-ns time as µs with exactly three decimals (whole and remainder columns)."""
+_SKIP = "%.0s"
+"""Consumes one value column and prints nothing (templates share one column list)."""
 
 
 class _Sig:
-    """Everything formatted once per op signature."""
+    """Everything formatted once per op signature: %-templates filled per block of tasks.
+
+    The timeline template consumes the columns of :meth:`TaskPass._chunk` in order: kernel
+    (ts, dur, dur again, connection id, Aicore ms whole/frac, cycles, step), launch (ts, dur,
+    connection id), flow start (id, ts) and flow end (id, ts); a column an event does not
+    show is consumed by ``%.0s``.
+    """
 
     def __init__(self, op: OpSig, p: TaskPass) -> None:
         level = p.level
@@ -87,56 +102,130 @@ class _Sig:
             shapes = [NA] * 7
         self.shapes = shapes
         tail = [str(op.block_dim) if l1 else "0", NA, *shapes, NA]
-        self.sum_head = _csv_line(head) + ","
-        self.sum_tail = "," + _csv_line(tail)
-        self.tt_head = _csv_line([dev, op.name, op.task_type if l1 else NA,
-                                  NA if comm else str(op.stream_id),
-                                  NA if comm else str(op.task_id)]) + ","
-        # the kernel event: %-template of (ts, dur, connection_id, aicore ms, cycles, step)
+        self.sum_pre = (_esc(_csv_line(head)) + "," + _TIME + "\t," + _TIME + "," + _TIME +
+                        "," + _esc(_csv_line(tail)))
+        """op_summary up to the PMU block (start, duration, wait columns)."""
+        self.task_time = _esc(_csv_line([dev, op.name, op.task_type if l1 else NA,
+                                         NA if comm else str(op.stream_id),
+                                         NA if comm else str(op.task_id)])) + \
+            "," + _TIME + "," + _TIME + "," + _TIME + "\n"
         pid = PIDS["Communication"] if comm else PIDS["Ascend Hardware"]
         self.tid = 0 if comm else op.stream_id
         self.pid = pid
-        name = _J(op.name).replace("%", "%%")
+        name = _esc(_J(op.name))
         if comm:
-            args = ('"notify id":0,"duration estimated(us)":%s,"stream id":' +
-                    str(op.stream_id) + ',"task id":' + str(op.task_id) + ',"task type":' +
-                    _J(op.op_type).replace("%", "%%") + ',"size(Byte)":' +
-                    str(int(op.bytes_moved)) + ',"data type":' + _J(op.dtype) +
-                    ',"Device Id":' + dev + ',"connection_id":%d,"Step":%d')
-            self.kernel = ('{"ph":"X","name":' + name + ',"pid":' + str(pid) + ',"tid":0,'
-                           '"ts":"%s","dur":%s,"cat":"hccl","args":{' + args + '}}')
+            kernel = (',\n{"ph":"X","name":' + name + ',"pid":' + str(pid) + ',"tid":0,"ts":"' +
+                      _TIME + '","dur":' + _TIME + ',"cat":"hccl","args":{"notify id":0,'
+                      '"duration estimated(us)":' + _TIME + ',"stream id":' +
+                      str(op.stream_id) + ',"task id":' + str(op.task_id) + ',"task type":' +
+                      _esc(_J(op.op_type)) + ',"size(Byte)":' + str(int(op.bytes_moved)) +
+                      ',"data type":' + _esc(_J(op.dtype)) + ',"Device Id":' + dev +
+                      ',"connection_id":%d' + _SKIP * 3 + ',"Step":%d}}')
+            if not p.hccl:
+                kernel = _SKIP * 11
         else:
-            ttype = _J(op.task_type if l1 else NA)
-            otype = _J(op.op_type if l1 else NA).replace("%", "%%")
-            self.kernel = (
-                '{"ph":"X","name":' + name + ',"pid":' + str(pid) + ',"tid":' +
-                str(op.stream_id) + ',"ts":"%s","dur":%s,"cat":"kernel","args":{"Model Id":' +
-                str(op.model_id) + ',"Task Type":' + ttype + ',"Physic Stream Id":' +
-                str(op.stream_id) + ',"Task Id":' + str(op.task_id) + ',"Batch Id":0,'
-                '"Subtask Id":4294967295,"connection_id":%d,"Device Id":' + dev +
-                ',"Aicore Time(ms)":%s,"Total Cycle":%s,"Op Type":' + otype + ',"Step":%d}}')
+            ttype = _esc(_J(op.task_type if l1 else NA))
+            otype = _esc(_J(op.op_type if l1 else NA))
+            kernel = (
+                ',\n{"ph":"X","name":' + name + ',"pid":' + str(pid) + ',"tid":' +
+                str(op.stream_id) + ',"ts":"' + _TIME + '","dur":' + _TIME + _SKIP * 2 +
+                ',"cat":"kernel","args":{"Model Id":' + str(op.model_id) + ',"Task Type":' +
+                ttype + ',"Physic Stream Id":' + str(op.stream_id) + ',"Task Id":' +
+                str(op.task_id) + ',"Batch Id":0,"Subtask Id":4294967295,"connection_id":%d,'
+                '"Device Id":' + dev + ',"Aicore Time(ms)":%d.%06d,"Total Cycle":' +
+                ("%d" if l1 else '"N/A"' + _SKIP) + ',"Op Type":' + otype + ',"Step":%d}}')
+        launch = (',\n{"ph":"X","name":"' + LAUNCH_NAME + '","pid":' + str(PIDS["CANN"]) +
+                  ',"tid":' + str(LAUNCH_TID) + ',"ts":"' + _TIME + '","dur":' + _TIME +
+                  ',"cat":"node","args":{"level":"node","Op Name":' + name +
+                  ',"connection_id":%d}}')
+        flow_s = (',\n{"ph":"s","name":"HostToDevice","cat":"HostToDevice","id":"%d","pid":' +
+                  str(PIDS["CANN"]) + ',"tid":' + str(LAUNCH_TID) + ',"ts":"' + _TIME + '"}')
+        flow_f = (',\n{"ph":"f","bp":"e","name":"HostToDevice","cat":"HostToDevice","id":"%d",'
+                  '"pid":' + str(pid) + ',"tid":' + str(self.tid) + ',"ts":"' + _TIME + '"}')
+        if comm and not p.hccl:
+            flow_f = _SKIP * 3
+        self.events = kernel + launch + flow_s + flow_f
         self.cycles_per_ns = p.clock_mhz * op.block_dim / 1000 if l1 else None
-        self.flow_end = ('{"ph":"f","bp":"e","name":"HostToDevice","cat":"HostToDevice",'
-                         '"id":"%d","pid":' + str(pid) + ',"tid":' + str(self.tid) +
-                         ',"ts":"%s"}')
-        self.launch = ('{"ph":"X","name":"' + LAUNCH_NAME + '","pid":' + str(PIDS["CANN"]) +
-                       ',"tid":' + str(LAUNCH_TID) + ',"ts":"%s","dur":%s,"cat":"node",'
-                       '"args":{"level":"node","Op Name":' + name +
-                       ',"connection_id":%d}}')
         db = p.db
         if db is not None:
             sid = db.sid
-            self.db_task = (sid(op.task_type), 0, op.stream_id, op.task_id,
-                            op.model_id)
+            compute: tuple[Any, ...] = (None,) * 14
             if not comm:
-                self.db_compute = (
+                compute = (
                     sid(op.name), op.block_dim, 0, sid(op.task_type), sid(op.op_type),
                     sid(shapes[3]), sid(shapes[2]), sid(shapes[1]), sid(shapes[6]),
                     sid(shapes[5]), sid(shapes[4]), sid(NA), sid("static" if l1 else NA),
                     sid(shapes[0]))
+            self.db_sig = (int(comm), sid(op.task_type), op.stream_id, op.task_id,
+                           op.model_id, *compute)
+            """The static TASK and COMPUTE_TASK_INFO columns (MsprofDb.add_task_sig)."""
         self.work = TaskWork(task_type=op.task_type, duration_us=0.0, flops=op.flops,
                              bytes_moved=op.bytes_moved, cube_fraction=op.cube_fraction,
                              block_dim=op.block_dim, dtype=op.dtype)
+
+
+_MISSING: Any = object()
+SUB_CHUNK = 8192
+"""Task records formatted per block (bounds the text and value lists held at once)."""
+
+
+def _fill(templates: list[str], idx: np.ndarray, vals: np.ndarray) -> str:
+    """Row ``i`` is ``templates[idx[i]]`` filled with ``vals[i]``: one %-formatting of the
+    whole block (C speed; no Python work per row)."""
+    rows = idx.tolist()
+    fmt = "".join(itemgetter(*rows)(templates)) if len(rows) > 1 else templates[rows[0]]
+    return fmt % tuple(vals.ravel().tolist())
+
+
+def _count_events(block: str) -> int:
+    """Events in a timeline block (each starts with ``,\\n{``; names are JSON-escaped)."""
+    return block.count(",\n{")
+
+
+class _SigAgg:
+    """Per-signature count / total / min / max of task durations (ns), vectorised."""
+
+    def __init__(self) -> None:
+        self.n = np.zeros(0, dtype=np.int64)
+        self.tot = np.zeros(0, dtype=np.float64)
+        self.lo = np.zeros(0, dtype=np.int64)
+        self.hi = np.zeros(0, dtype=np.int64)
+
+    def add(self, sig: np.ndarray, d: np.ndarray, top: int) -> None:
+        """Add one block (``top``: one more than the largest signature in it)."""
+        if top > len(self.n):
+            grow = top - len(self.n)
+            self.n = np.concatenate((self.n, np.zeros(grow, dtype=np.int64)))
+            self.tot = np.concatenate((self.tot, np.zeros(grow)))
+            self.lo = np.concatenate((self.lo, np.full(grow, np.iinfo(np.int64).max)))
+            self.hi = np.concatenate((self.hi, np.full(grow, -1, dtype=np.int64)))
+        size = len(self.n)
+        self.n += np.bincount(sig, minlength=size)
+        self.tot += np.bincount(sig, weights=d, minlength=size)
+        np.minimum.at(self.lo, sig, d)
+        np.maximum.at(self.hi, sig, d)
+
+    def stats(self, infos: dict[int, _Sig | None],
+              level: str) -> dict[tuple[str, str], list[float]]:
+        """(OP Type, Core Type) -> [count, total µs, min µs, max µs]."""
+        out: dict[tuple[str, str], list[float]] = {}
+        for sig in np.flatnonzero(self.n).tolist():
+            info = infos.get(sig)
+            if info is None:
+                continue
+            op = info.op
+            key = (op.op_type if level == "l1" else NA, op.task_type if level == "l1" else NA)
+            n, tot = int(self.n[sig]), float(self.tot[sig]) / 1000
+            lo, hi = int(self.lo[sig]) / 1000, int(self.hi[sig]) / 1000
+            got = out.get(key)
+            if got is None:
+                out[key] = [n, tot, lo, hi]
+            else:
+                got[0] += n
+                got[1] += tot
+                got[2] = min(got[2], lo)
+                got[3] = max(got[3], hi)
+        return out
 
 
 class TaskPass:
@@ -163,15 +252,19 @@ class TaskPass:
         self._pmu_names = [pmu_db_name(c) for c in pmu_cols]
         self.stats: dict[tuple[str, str], list[float]] = {}
         """(OP Type, Core Type) -> [count, total µs, min µs, max µs] (op_statistic)."""
-        self.compute = array("q")
-        """Merged compute busy intervals, flattened (start, end, start, end, ...) in ns."""
+        self.compute: Any = np.zeros((0, 2), dtype=np.int64)
+        """Merged compute busy intervals, (n, 2) int64 ns."""
         self.comm: list[tuple[int, int]] = []
         """Communication task intervals (ns)."""
         self.count = 0
         self.first_ns: int | None = None
         self.last_ns = 0
         self.extra: list[Callable[[TaskRow], None]] = []
-        """Per-task callbacks for the rare outputs (aicpu, l2_cache)."""
+        """Per-task callbacks for the rare outputs whose rows depend on the times (aicpu)."""
+        self.static: list[tuple[IO[str], Callable[[TaskRow], list[str] | None]]] = []
+        """Outputs with one row per task that depends only on its signature (l2_cache):
+        the row (or None for no row) is formatted once per signature."""
+        self._static_lines: dict[tuple[int, int], str] = {}
 
     def _pmu_values(self, info: _Sig, sig: int, dur: int) -> tuple[str, int]:
         key = (sig, dur)
@@ -185,7 +278,7 @@ class TaskPass:
                 block_dim=info.work.block_dim, dtype=info.work.dtype))
             if len(self._pmu_text) >= 65536:
                 self._pmu_text.clear()
-            text = self._pmu_text[key] = "," + _csv_line(values) if values else ""
+            text = self._pmu_text[key] = _esc("," + _csv_line(values)) if values else ""
             if kid < 0 and self.db is not None:
                 kid = self._pmu_key[key] = len(self._pmu_key)
                 sid = self.db.sid
@@ -199,147 +292,186 @@ class TaskPass:
         s = self.session
         if not s.record_tasks:
             return
-        sigs = s.tasks.load_sigs()
-        infos: dict[int, _Sig] = {}
-        base_ns = s.base_ns
-        level = self.level
-        text = level != "off"
-        summary = self.summary.write if self.summary is not None else None
-        task_time = self.task_time.write if self.task_time is not None else None
-        emit = self.timeline.raw
-        db = self.db
-        pmu_on = self.pmu is not None
-        launch_ns = self.launch_ns
-        host_end = 0
-        gid = 0
-        open_s = open_e = -1
-        compute = self.compute
-        stats = self.stats
-        extra = self.extra
+        self._sigs = s.tasks.load_sigs()
+        self._infos: dict[int, _Sig | None] = {}
+        self._text = self.level != "off"
+        self._gid = 0
+        self._g_prev = 1
+        """The launch recurrence's carry: host end minus global task index (see _launches)."""
+        self._host_end = 0
+        self._compute_parts: list[np.ndarray] = []
+        self._sum_keys: dict[int, tuple[int, int]] = {}
+        self._sum_templates: list[str] = []
+        self._agg = _SigAgg()
         self.timeline.ensure_launch_thread(LAUNCH_TID)
-        streams: set[tuple[int, int]] = set()
+        self._streams: set[tuple[int, int]] = set()
+        db = self.db
         if db is not None:
             db.begin_pmu()
-        tid_of_host = (s.pid << 32) | LAUNCH_TID
-        flow_start = ('{"ph":"s","name":"HostToDevice","cat":"HostToDevice","id":"%d",'
-                      f'"pid":{PIDS["CANN"]},"tid":{LAUNCH_TID},' + '"ts":"%s"}')
+            db.begin_task_rows()
         for chunk in s.tasks.tasks.chunks():
-            sig_l = chunk[:, 0].tolist()
-            step_l = chunk[:, 1].tolist()
-            start_l = (chunk[:, 2] + base_ns).tolist()
-            dur_l = chunk[:, 3].tolist()
-            wait_l = chunk[:, 4].tolist()
-            db_tasks: list[tuple[Any, ...]] = []
-            db_compute: list[tuple[Any, ...]] = []
-            db_api: list[tuple[Any, ...]] = []
-            db_pmu: list[tuple[int, int]] = []
-            for i in range(len(sig_l)):
-                sig = sig_l[i]
-                info = infos.get(sig)
-                if info is None:
-                    op = sigs.get(sig)
-                    if op is None:
-                        continue
-                    info = infos[sig] = _Sig(op, self)
-                st = start_l[i]
-                d = dur_l[i]
-                end = st + d
-                comm = info.comm
-                conn = gid
-                # -- modelled host launch (sequential on the host thread) -----------------
-                ls = st - launch_ns
-                if ls < host_end:
-                    ls = host_end
-                ln = st - ls if st - ls >= 1 else 1
-                host_end = ls + ln
-                if text:
-                    ts = _t(st)
-                    ds = _t(d)
-                    if summary is not None:
-                        line = info.sum_head + ts + "\t," + ds + "," + _t(wait_l[i]) + \
-                            info.sum_tail
-                        if pmu_on:
-                            ptext, kid = self._pmu_values(info, sig, d)
-                            line += ptext
-                            if kid >= 0 and not comm:
-                                db_pmu.append((gid, kid))
-                        summary(line + "\n")
-                    if task_time is not None:
-                        task_time(info.tt_head + ds + "," + ts + "," + _t(end) + "\n")
-                    key = (info.pid, info.tid)
-                    if key not in streams and (self.hccl or not comm):
-                        streams.add(key)
-                        self.timeline.ensure_stream(info.pid, info.tid, comm)
-                    dj = repr(d / 1000)
-                    if comm:
-                        if self.hccl:
-                            emit(info.kernel % (ts, dj, dj, conn, step_l[i]))
-                    else:
-                        cyc = info.cycles_per_ns
-                        emit(info.kernel % (ts, dj, conn, repr(round(d / 1e6, 6)),
-                                            '"N/A"' if cyc is None else str(int(d * cyc)),
-                                            step_l[i]))
-                    lts = _t(ls)
-                    emit(info.launch % (lts, repr(ln / 1000), conn))
-                    emit(flow_start % (conn, lts))
-                    if self.hccl or not comm:
-                        emit(info.flow_end % (conn, ts))
-                    if text:
-                        op = info.op
-                        skey = (op.op_type if level == "l1" else NA,
-                                op.task_type if level == "l1" else NA)
-                        du = d / 1000
-                        sv = stats.get(skey)
-                        if sv is None:
-                            stats[skey] = [1, du, du, du]
-                        else:
-                            sv[0] += 1
-                            sv[1] += du
-                            if du < sv[2]:
-                                sv[2] = du
-                            if du > sv[3]:
-                                sv[3] = du
-                if db is not None:
-                    db_tasks.append((st, end, self.device_id, conn, gid, s.pid, *info.db_task))
-                    db_api.append((ls, ls + ln, API_TYPES["node"], tid_of_host, conn,
-                                   db.sid(LAUNCH_NAME)))
-                    if comm:
-                        self._db_comm(info, gid, st, end)
-                    else:
-                        db_compute.append((info.db_compute[0], gid, *info.db_compute[1:]))
-                if comm:
-                    self.comm.append((st, end))
-                else:
-                    if st <= open_e:
-                        if end > open_e:
-                            open_e = end
-                        if st < open_s:
-                            open_s = st
-                    else:
-                        if open_e >= 0:
-                            compute.append(open_s)
-                            compute.append(open_e)
-                        open_s, open_e = st, end
-                if extra:
-                    row = TaskRow(info.op, step_l[i], st, d, wait_l[i])
-                    for callback in extra:
-                        callback(row)
-                if self.first_ns is None or st < self.first_ns:
-                    self.first_ns = st
-                if end > self.last_ns:
-                    self.last_ns = end
-                gid += 1
-            if db is not None:
-                db.add_tasks(db_tasks)
-                db.add_compute_info(db_compute)
-                db.add_api(db_api)
-                db.pmu_tasks(db_pmu)
-        if open_e >= 0:
-            compute.append(open_s)
-            compute.append(open_e)
-        self.count = gid
+            for lo in range(0, len(chunk), SUB_CHUNK):
+                self._chunk(chunk[lo:lo + SUB_CHUNK])
+        parts = self._compute_parts
+        self.compute = (overlap.merge(np.concatenate(parts)) if parts
+                        else np.zeros((0, 2), dtype=np.int64))
+        self.count = self._gid
+        if self._text:
+            self.stats = self._agg.stats(self._infos, self.level)
         if db is not None:
+            db.end_task_rows(device_id=self.device_id, pid=s.pid,
+                             launch_tid=(s.pid << 32) | LAUNCH_TID,
+                             launch_type=API_TYPES["node"], launch_name=db.sid(LAUNCH_NAME))
             db.end_pmu()
+
+    def _info(self, sig: int) -> _Sig | None:
+        info = self._infos.get(sig, _MISSING)
+        if info is _MISSING:
+            op = self._sigs.get(sig)
+            info = self._infos[sig] = None if op is None else _Sig(op, self)
+            if info is not None:
+                if self.db is not None:
+                    self.db.add_task_sig(sig, info.db_sig)
+                key = (info.pid, info.tid)
+                if self._text and key not in self._streams and (self.hccl or not info.comm):
+                    self._streams.add(key)
+                    self.timeline.ensure_stream(info.pid, info.tid, info.comm)
+        return info
+
+    def _launches(self, st: np.ndarray, gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Modelled host launches, vectorised: a launch ends at ``h_i = max(st_i, h_{i-1} +
+        1)`` (it lasts up to ``launch_ns``, ends when its kernel starts, never overlaps the
+        previous one), so ``h_i - i`` is a running maximum of ``st_i - i``."""
+        g = np.maximum.accumulate(np.concatenate(([self._g_prev], st - gid)))[1:]
+        h = g + gid
+        prev = np.concatenate(([self._host_end], h[:-1]))
+        ls = np.maximum(st - self.launch_ns, prev)
+        self._g_prev = int(g[-1])
+        self._host_end = int(h[-1])
+        return ls, h
+
+    def _chunk(self, chunk: np.ndarray) -> None:
+        """Every output of one block of task records."""
+        sig = chunk[:, 0]
+        usig = np.unique(sig).tolist()
+        known = [u for u in usig if self._info(u) is not None]
+        if len(known) < len(usig):
+            chunk = chunk[np.isin(sig, known)]
+            sig = chunk[:, 0]
+        n = len(chunk)
+        if not n:
+            return
+        infos = self._infos
+        top = max(known) + 1
+        comm_of = np.zeros(top, dtype=bool)
+        cyc_of = np.zeros(top, dtype=np.float64)
+        for u in known:
+            info = infos[u]
+            assert info is not None
+            comm_of[u] = info.comm
+            cyc_of[u] = info.cycles_per_ns or 0.0
+        st = chunk[:, 2] + self.session.base_ns
+        d = chunk[:, 3]
+        wait = chunk[:, 4]
+        step = chunk[:, 1]
+        end = st + d
+        gid = np.arange(self._gid, self._gid + n, dtype=np.int64)
+        self._gid += n
+        ls, le = self._launches(st, gid)
+        comm = comm_of[sig]
+        kid = np.full(n, -1, dtype=np.int64)
+        if self._text:
+            self._agg.add(sig, d, top)
+            tidx = self._summary_keys(sig, d, kid, comm)
+            if self.summary is not None:
+                vals = np.column_stack((st // 1000, st % 1000, d // 1000, d % 1000,
+                                        wait // 1000, wait % 1000))
+                self.summary.write(_fill(self._sum_templates, tidx, vals))
+            if self.task_time is not None:
+                vals = np.column_stack((d // 1000, d % 1000, st // 1000, st % 1000,
+                                        end // 1000, end % 1000))
+                self.task_time.write(_fill([i.task_time if i else "" for i in self._list()],
+                                           sig, vals))
+            cyc = (d * cyc_of[sig]).astype(np.int64)
+            sw, sf, dw, df = st // 1000, st % 1000, d // 1000, d % 1000
+            lw, lf, nw, nf = ls // 1000, ls % 1000, (le - ls) // 1000, (le - ls) % 1000
+            vals = np.column_stack((sw, sf, dw, df, dw, df, gid, d // 1000000, d % 1000000, cyc,
+                                    step, lw, lf, nw, nf, gid, gid, lw, lf, gid, sw, sf))
+            block = _fill([i.events if i else "" for i in self._list()], sig, vals)
+            self.timeline.raw_block(block, _count_events(block))
+            for out, rows in self.static:
+                lines = [self._static_line(out, rows, u) for u in range(top)]
+                out.write("".join(itemgetter(*sig.tolist())(lines)) if n > 1
+                          else lines[int(sig[0])])
+        db = self.db
+        if db is not None:
+            db.add_task_rows(zip(gid.tolist(), sig.tolist(), st.tolist(), end.tolist(),
+                                 ls.tolist(), le.tolist(), kid.tolist(), strict=True))
+        cidx = np.flatnonzero(comm)
+        if len(cidx):
+            for i in cidx.tolist():
+                a, b = int(st[i]), int(end[i])
+                self.comm.append((a, b))
+                if db is not None:
+                    info = infos[int(sig[i])]
+                    assert info is not None
+                    self._db_comm(info, int(gid[i]), a, b)
+        comp = ~comm
+        if comp.any():
+            self._compute_parts.append(overlap.merge(np.stack((st[comp], end[comp]), axis=1)))
+            if len(self._compute_parts) >= 64:
+                self._compute_parts = [overlap.merge(np.concatenate(self._compute_parts))]
+        first, last = int(st.min()), int(end.max())
+        if self.first_ns is None or first < self.first_ns:
+            self.first_ns = first
+        if last > self.last_ns:
+            self.last_ns = last
+        if self.extra:
+            for i in range(n):
+                info = infos[int(sig[i])]
+                assert info is not None
+                row = TaskRow(info.op, int(step[i]), int(st[i]), int(d[i]), int(wait[i]))
+                for callback in self.extra:
+                    callback(row)
+
+    def _list(self) -> list[_Sig | None]:
+        """The signatures seen, indexed by signature number (None for a gap)."""
+        top = max(self._infos) + 1 if self._infos else 0
+        return [self._infos.get(i) for i in range(top)]
+
+    def _static_line(self, out: IO[str], rows: Callable[[TaskRow], list[str] | None],
+                     sig: int) -> str:
+        key = (id(out), sig)
+        line = self._static_lines.get(key)
+        if line is None:
+            info = self._infos.get(sig)
+            cells = rows(TaskRow(info.op, 0, 0, 0, 0)) if info is not None else None
+            line = self._static_lines[key] = _csv_line(cells) + "\n" if cells else ""
+        return line
+
+    def _summary_keys(self, sig: np.ndarray, d: np.ndarray, kid: np.ndarray,
+                      comm: np.ndarray) -> np.ndarray:
+        """The op_summary line template of each row (its PMU values depend on the signature
+        and the duration: one template per distinct pair), filling ``kid`` (the PMU key of
+        each compute row, -1 without PMU)."""
+        pmu_on = self.pmu is not None
+        key = (sig << 40) | d if pmu_on else sig
+        uniq, inv = np.unique(key, return_inverse=True)
+        tix = np.empty(len(uniq), dtype=np.int64)
+        kix = np.empty(len(uniq), dtype=np.int64)
+        for j, k in enumerate(uniq.tolist()):
+            got = self._sum_keys.get(k)
+            if got is None:
+                sg = k >> 40 if pmu_on else k
+                info = self._infos[sg]
+                assert info is not None
+                ptext, pk = self._pmu_values(info, sg, k & ((1 << 40) - 1)) if pmu_on \
+                    else ("", -1)
+                got = self._sum_keys[k] = (len(self._sum_templates), -1 if info.comm else pk)
+                self._sum_templates.append(info.sum_pre + ptext + "\n")
+            tix[j], kix[j] = got
+        kid[:] = kix[inv]
+        return tix[inv]
 
     def _db_comm(self, info: _Sig, gid: int, start: int, end: int) -> None:
         """One COMMUNICATION_OP (with its single task) for a communication task."""

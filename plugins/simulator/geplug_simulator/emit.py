@@ -264,16 +264,23 @@ class StepEmitter:
                       time_base_us=base)
         t = max(time.time() * 1e6 - base, self.clock_us)
         emit_profile = system.emit_profile
+        # one whole-step record when only geplug's collectors listen (and no fault can cut
+        # the step short); the separate events when a third-party plugin wants them
+        whole = prof and not fault and not system.manager.has_external("geplug_profile")
+        calls: list[tuple[str, float, float]] | None = [] if whole else None
+        begin = t
         if prof:
-            emit_profile(StepEvent(run=run, phase="begin", time_us=t))
-            t = self._copies(run, t, "H2D", feeds)
+            if not whole:
+                emit_profile(StepEvent(run=run, phase="begin", time_us=t))
+            t = self._copies(run, t, "H2D", feeds, calls)
             table = self.table()
             start_ns = round(t * 1000)
-            batch = StepTasksEvent(run=run, table=table, start_ns=start_ns)
-            emit_profile(batch)
-            if system.manager.has_external("geplug_profile"):
-                for task in expand_tasks(batch):  # per-task events for third-party plugins
-                    emit_profile(task)
+            if not whole:
+                batch = StepTasksEvent(run=run, table=table, start_ns=start_ns)
+                emit_profile(batch)
+                if system.manager.has_external("geplug_profile"):
+                    for task in expand_tasks(batch):  # per-task events for third parties
+                        emit_profile(task)
         if dump or fault:
             offsets = self.table().offset_ns.tolist() if prof else None
             t_op = t
@@ -297,20 +304,30 @@ class StepEmitter:
                     t_op += plan.duration_us
         if prof:
             t = (start_ns + table.span_ns) / 1000
-            t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs})
-            emit_profile(StepEvent(run=run, phase="end", time_us=t))
+            t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs}, calls)
+            if calls is not None:
+                emit_profile(StepTasksEvent(run=run, table=table, start_ns=start_ns,
+                                            begin_us=begin, end_us=t, calls=tuple(calls)))
+            else:
+                emit_profile(StepEvent(run=run, phase="end", time_us=t))
         else:
             t += sum(p.duration_us for p in self.plans(False))
         self.clock_us = t
         return found
 
-    def _copies(self, run: RunInfo, t: float, direction: str,
-                arrays: Mapping[str, Any]) -> float:
+    def _copies(self, run: RunInfo, t: float, direction: str, arrays: Mapping[str, Any],
+                calls: list[tuple[str, float, float]] | None = None) -> float:
+        """The modelled copies from ``t`` on: ApiCall events, or ``calls`` entries for a
+        whole-step record; returns the time after the last."""
+        compute = run.system.product.compute
         for name, array in arrays.items():
-            duration = _copy_us(array, run.system.product.compute)
-            self.compiled.system.emit_profile(ApiCall(
-                run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
-                duration_us=duration))
+            duration = _copy_us(array, compute)
+            if calls is not None:
+                calls.append((f"aclrtMemcpy({direction}:{name})", t, duration))
+            else:
+                self.compiled.system.emit_profile(ApiCall(
+                    run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
+                    duration_us=duration))
             t += duration
         return t
 

@@ -66,3 +66,51 @@ def test_without_third_party_profile_plugins_no_per_task_event_is_built(tmp_path
     # ... and the built-in collectors expanded the batches: 2 tasks x 3 steps in the database
     (db,) = glob.glob(os.path.join(str(tmp_path), "PROF_*", "msprof_*.db"))
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM TASK").fetchone() == (6,)
+
+
+def _profiled_run(tmp_path, manager, steps: int = 3):  # type: ignore[no-untyped-def]
+    """Rows of the summaries a profiled run writes (times dropped: host time varies)."""
+    import csv
+
+    import geplug
+
+    cfg = {"profiling_mode": True, "profiling_options": json.dumps({
+        "output": str(tmp_path), "task_time": "l1", "training_trace": "on",
+        "runtime_api": "on"})}
+    with geplug.open_device(any_product().name, cfg, manager=manager) as system:
+        model = system.compile(overflow_model())
+        for _ in range(steps):
+            model.run(X)
+    out: dict[str, object] = {}
+    for stem, keep in (("op_summary", ("Op Name", "Task Duration(us)")),
+                       ("step_trace", ("Iteration ID", "FP to BP Time(us)")),
+                       ("api_statistic", ("API Name", "Count"))):
+        (path,) = glob.glob(os.path.join(str(tmp_path), "PROF_*", "mindstudio_profiler_output",
+                                         f"{stem}_*.csv"))
+        with open(path, newline="") as fh:
+            out[stem] = sorted(tuple(r[k] for k in keep) for r in csv.DictReader(fh))
+    (db,) = glob.glob(os.path.join(str(tmp_path), "PROF_*", "msprof_*.db"))
+    out["steps"] = sqlite3.connect(db).execute("SELECT COUNT(*) FROM STEP_TIME").fetchone()
+    return out
+
+
+def test_the_whole_step_record_gives_the_same_profile_as_separate_events(tmp_path):
+    from geplug.hookspecs import hookimpl
+    from geplug.plugin import PluginManager
+
+    class ThirdParty:
+        GEPLUG_PLUGIN_API = 1
+
+        @hookimpl
+        def geplug_profile(self, event):  # type: ignore[no-untyped-def]
+            return None
+
+    plain = PluginManager().load()
+    assert not plain.has_external("geplug_profile")  # the simulator sends one record a step
+    manager = PluginManager().load()
+    manager.register(ThirdParty(), "third_party")
+    assert manager.has_external("geplug_profile")  # a third party: the separate events
+    whole = _profiled_run(tmp_path / "whole", plain)
+    separate = _profiled_run(tmp_path / "separate", manager)
+    assert whole == separate
+    assert whole["steps"] == (3,) and len(whole["op_summary"]) == 6  # type: ignore[arg-type]
