@@ -33,7 +33,7 @@ from geplug.products.domains import (
 )
 from geplug.products.schema import DTYPES, OpSupport, Product
 
-__all__ = ["coherence_errors", "did_you_mean", "plausibility"]
+__all__ = ["CHECKS", "RULES", "coherence_errors", "did_you_mean", "plausibility", "rule_errors"]
 
 Errors = list[tuple[str, str]]
 
@@ -73,24 +73,34 @@ def _identity(p: Product, errors: Errors) -> None:
                            f"than case, got {other!r} and {soc!r} (lookups ignore case)"))
 
 
-def _ops(p: Product, errors: Errors) -> None:
-    ops = {**p.ops, "default": p.default_op}
-    for name, op in ops.items():
+def _ops_run_somewhere(p: Product, errors: Errors) -> None:
+    for name, op in {**p.ops, "default": p.default_op}.items():
         if not op.aicore_dtypes and not op.aicpu_dtypes:
             errors.append((f"ops.{name}", "expected aicore_dtypes or aicpu_dtypes to list a "
                            "dtype (an op must run somewhere), got both empty"))
-        _unknown(errors, f"ops.{name}.impl_modes", op.impl_modes, p.implmode.ini_values,
-                 "a mode of implmode.ini_values")
-        _impl_by_dtype(name, op, errors)
+
+
+def _default_op_float32(p: Product, errors: Errors) -> None:
     if "float32" not in p.default_op.aicore_dtypes + p.default_op.aicpu_dtypes:
         errors.append(("ops.default", "expected float32 on some engine (any ONNX operator must "
                        "be simulable), got none"))
+
+
+def _bf16_modes_match_kernels(p: Product, errors: Errors) -> None:
+    ops = {**p.ops, "default": p.default_op}
     modes = set(p.precision.modes) | set(p.precision.modes_v2) | set(p.precision.atc_only_modes)
     kernels = [n for n, op in ops.items() if "bfloat16" in op.aicore_dtypes]
     if bool(modes & BF16_MODES) != bool(kernels):
         errors.append(("precision.modes", f"expected bf16 precision modes exactly when some "
                        f"op has AI Core bfloat16 kernels (bf16 modes need bf16 kernels), got modes "
                        f"{sorted(modes & BF16_MODES)} and kernels {kernels}"))
+
+
+def _op_impl_modes(p: Product, errors: Errors) -> None:
+    for name, op in {**p.ops, "default": p.default_op}.items():
+        _unknown(errors, f"ops.{name}.impl_modes", op.impl_modes, p.implmode.ini_values,
+                 "a mode of implmode.ini_values")
+        _impl_by_dtype(name, op, errors)
 
 
 def _impl_by_dtype(name: str, op: OpSupport, errors: Errors) -> None:
@@ -110,13 +120,17 @@ def _impl_by_dtype(name: str, op: OpSupport, errors: Errors) -> None:
                            f"{list(op.impl_modes)} (all_ops_impl_mode.ini), got {extra}"))
 
 
-def _precision(p: Product, errors: Errors) -> None:
+def _precision_modes_known(p: Product, errors: Errors) -> None:
     prec = p.precision
     _unknown(errors, "precision.modes", prec.modes, PRECISION_MODES, "a precision_mode")
     _unknown(errors, "precision.modes_v2", prec.modes_v2, PRECISION_MODES_V2,
              "a precision_mode_v2")
     _unknown(errors, "precision.atc_only_modes", prec.atc_only_modes,
              PRECISION_MODES | PRECISION_MODES_V2, "a precision mode")
+
+
+def _precision_defaults(p: Product, errors: Errors) -> None:
+    prec = p.precision
     v1 = set(prec.modes) | set(prec.atc_only_modes)
     v2 = set(prec.modes_v2) | set(prec.atc_only_modes)
     checks: list[tuple[str, str, set[str]]] = [
@@ -137,44 +151,63 @@ def _precision(p: Product, errors: Errors) -> None:
                            f"{did_you_mean(value, allowed)}"))
 
 
-def _implmode(p: Product, errors: Errors) -> None:
+def _implmode_selectable(p: Product, errors: Errors) -> None:
     im = p.implmode
     _unknown(errors, "implmode.select_values", im.select_values, SELECT_IMPLMODES,
              "an op_select_implmode value")
-    _unknown(errors, "implmode.ini_values", im.ini_values, IMPL_INI_VALUES,
-             "an op_precision_mode ini value")
     if im.default_mode not in im.select_values:
         errors.append(("implmode.default_mode", f"expected one of implmode.select_values "
                        f"{list(im.select_values)}, got {im.default_mode!r}"
                        f"{did_you_mean(im.default_mode, im.select_values)}"))
+
+
+def _implmode_ini_values(p: Product, errors: Errors) -> None:
+    im = p.implmode
+    _unknown(errors, "implmode.ini_values", im.ini_values, IMPL_INI_VALUES,
+             "an op_precision_mode ini value")
     for stem, table in im.builtin_lists.items():
         for op, mode in table.items():
             if mode not in im.ini_values:
                 errors.append((f"implmode.builtin_lists.{stem}.{op}", f"expected a mode of "
                                f"implmode.ini_values {list(im.ini_values)}, got {mode!r}"))
-    for index, op in enumerate(im.optypelist_allowed):
+
+
+def _optypelist_ops(p: Product, errors: Errors) -> None:
+    for index, op in enumerate(p.implmode.optypelist_allowed):
         if op not in p.ops:
             errors.append((f"implmode.optypelist_allowed[{index}]", f"expected an op type "
                            f"listed under [ops], got {op!r}{did_you_mean(op, p.ops)}"))
 
 
-def _dump_debug(p: Product, errors: Errors) -> None:
+def _dump_debug_modes(p: Product, errors: Errors) -> None:
     _unknown(errors, "dump.debug_modes", p.dump.debug_modes, DUMP_DEBUG_MODES,
              "a dump_debug_mode")
+
+
+def _kernel_meta_levels(p: Product, errors: Errors) -> None:
     debug = p.debug
     missing = [level for level in DEBUG_LEVELS if level not in debug.kernel_meta]
     if missing:
         errors.append(("debug.kernel_meta", f"expected every op_debug_level {list(DEBUG_LEVELS)}"
                        f" declared, got no entry for {missing}"))
-    if tuple(debug.kernel_meta.get("0", ())):
+
+
+def _kernel_meta_level_0(p: Product, errors: Errors) -> None:
+    if tuple(p.debug.kernel_meta.get("0", ())):
         errors.append(("debug.kernel_meta.0", "expected [] (op_debug_level 0 keeps no "
-                       f"kernel_meta files), got {list(debug.kernel_meta['0'])}"))
-    for table_name, table in (("kernel_meta", debug.kernel_meta),
-                              ("debug_config_files", debug.debug_config_files)):
+                       f"kernel_meta files), got {list(p.debug.kernel_meta['0'])}"))
+
+
+def _kernel_meta_suffixes(p: Product, errors: Errors) -> None:
+    for table_name, table in (("kernel_meta", p.debug.kernel_meta),
+                              ("debug_config_files", p.debug.debug_config_files)):
         for key, suffixes in table.items():
             _unknown(errors, f"debug.{table_name}.{key}", suffixes, KERNEL_META_SUFFIXES,
                      "a kernel_meta file suffix")
-    for item in debug.debug_config_files:
+
+
+def _debug_config_items(p: Product, errors: Errors) -> None:
+    for item in p.debug.debug_config_files:
         if item not in DEBUG_CONFIG_ITEMS:
             errors.append((f"debug.debug_config_files.{item}", f"expected an op_debug_config "
                            f"item in {sorted(DEBUG_CONFIG_ITEMS)}, got {item!r}"
@@ -182,11 +215,12 @@ def _dump_debug(p: Product, errors: Errors) -> None:
 
 
 def _base_metric(column: str) -> str:
+    """``aic_ub_read_bw(GB/s)`` -> ``ub_read_bw``: the name ``pmu_na_metrics`` globs match."""
     name = column[4:] if column.startswith(("aic_", "aiv_")) else column
     return name.split("(", 1)[0]
 
 
-def _profiling(p: Product, errors: Errors) -> None:
+def _aic_metrics_columns(p: Product, errors: Errors) -> None:
     prof = p.profiling
     _unknown(errors, "profiling.aic_metrics", prof.aic_metrics, AIC_METRICS_GROUPS,
              "an aic_metrics group")
@@ -196,10 +230,18 @@ def _profiling(p: Product, errors: Errors) -> None:
                            f"of aic_metrics group {group!r} (`geplug describe "
                            f"{p.extends or p.name}` lists a base's blocks), got none: "
                            "without it profiling cannot write op_summary"))
+
+
+def _aic_metrics_aliases(p: Product, errors: Errors) -> None:
+    prof = p.profiling
     for alias, group in prof.aic_metrics_aliases.items():
         if group not in prof.aic_metrics:
             errors.append((f"profiling.aic_metrics_aliases.{alias}", f"expected a declared "
                            f"aic_metrics group {list(prof.aic_metrics)}, got {group!r}"))
+
+
+def _frequency_options(p: Product, errors: Errors) -> None:
+    prof = p.profiling
     for name in prof.frequencies:
         if name not in FREQUENCY_OPTIONS:
             errors.append((f"profiling.frequencies.{name}", f"expected a frequency option in "
@@ -208,31 +250,51 @@ def _profiling(p: Product, errors: Errors) -> None:
         elif prof.frequencies[name].min < 1:
             errors.append((f"profiling.frequencies.{name}.min", "expected a minimum >= 1 Hz "
                            f"(sampling ranges start at 1), got {prof.frequencies[name].min}"))
+
+
+def _instr_profiling_style(p: Product, errors: Errors) -> None:
+    prof = p.profiling
     has_freq = "instr_profiling_freq" in prof.frequencies
     if has_freq != (prof.instr_profiling == "frequency"):
         errors.append(("profiling.instr_profiling", f"expected 'frequency' exactly when "
                        f"frequencies.instr_profiling_freq is declared, got "
                        f"{prof.instr_profiling!r} with instr_profiling_freq "
                        f"{'declared' if has_freq else 'absent'}"))
+
+
+def _instr_profiling_exclusions(p: Product, errors: Errors) -> None:
+    prof = p.profiling
     if bool(prof.instr_profiling_exclusions) != (prof.instr_profiling == "frequency"):
         errors.append(("profiling.instr_profiling_exclusions", "expected exclusions exactly "
                        "when instr_profiling = 'frequency', got "
                        f"{list(prof.instr_profiling_exclusions)} with {prof.instr_profiling!r}"))
     _unknown(errors, "profiling.instr_profiling_exclusions", prof.instr_profiling_exclusions,
              PROFILING_SWITCHES, "a profiling_options switch")
+
+
+def _sampling_targets(p: Product, errors: Errors) -> None:
+    prof = p.profiling
     for targets, option in (("sys_io_targets", "sys_io_sampling_freq"),
                             ("interconnect_targets", "sys_interconnection_freq")):
         if bool(getattr(prof, targets)) != (option in prof.frequencies):
             errors.append((f"profiling.{targets}", f"expected targets exactly when "
                            f"frequencies.{option} is declared, got "
                            f"{list(getattr(prof, targets))}"))
+
+
+def _pmu_na_metrics(p: Product, errors: Errors) -> None:
+    prof = p.profiling
     bases = {_base_metric(c) for cols in prof.pmu_columns.values() for c in cols}
     for index, pattern in enumerate(prof.pmu_na_metrics):
         if not any(fnmatch.fnmatchcase(b, pattern) for b in bases):
             errors.append((f"profiling.pmu_na_metrics[{index}]", f"expected a pattern matching "
                            f"a pmu_columns metric (base name, no aic_/aiv_ prefix, no unit), "
                            f"got {pattern!r}"))
-    _unknown(errors, "profiling.host_sys", prof.host_sys, HOST_SYS_ITEMS, "a host_sys item")
+
+
+def _host_sys_items(p: Product, errors: Errors) -> None:
+    _unknown(errors, "profiling.host_sys", p.profiling.host_sys, HOST_SYS_ITEMS,
+             "a host_sys item")
 
 
 def _compute(p: Product, errors: Errors) -> None:
@@ -251,9 +313,46 @@ def _compute(p: Product, errors: Errors) -> None:
                        f"ops take, got none for {missing}"))
 
 
-RULES: tuple[Callable[[Product, Errors], None], ...] = (
-    _identity, _ops, _precision, _implmode, _dump_debug, _profiling, _compute)
-"""Every load-time rule, one per capability family."""
+Rule = Callable[[Product, Errors], None]
+CHECKS: dict[str, Rule] = {
+    "identity": _identity,
+    "ops_run_somewhere": _ops_run_somewhere,
+    "default_op_float32": _default_op_float32,
+    "op_impl_modes": _op_impl_modes,
+    "bf16_modes_match_kernels": _bf16_modes_match_kernels,
+    "precision_modes_known": _precision_modes_known,
+    "precision_defaults": _precision_defaults,
+    "implmode_selectable": _implmode_selectable,
+    "implmode_ini_values": _implmode_ini_values,
+    "optypelist_ops": _optypelist_ops,
+    "dump_debug_modes": _dump_debug_modes,
+    "kernel_meta_levels": _kernel_meta_levels,
+    "kernel_meta_level_0": _kernel_meta_level_0,
+    "kernel_meta_suffixes": _kernel_meta_suffixes,
+    "debug_config_items": _debug_config_items,
+    "aic_metrics_columns": _aic_metrics_columns,
+    "aic_metrics_aliases": _aic_metrics_aliases,
+    "frequency_options": _frequency_options,
+    "instr_profiling_style": _instr_profiling_style,
+    "instr_profiling_exclusions": _instr_profiling_exclusions,
+    "sampling_targets": _sampling_targets,
+    "pmu_na_metrics": _pmu_na_metrics,
+    "host_sys_items": _host_sys_items,
+    "compute": _compute,
+}
+"""Every load-time rule by name; the conformance suite (geplug.testing.conformance) runs the
+same rules by these names, so a declaration is judged once, the same way, at load and in a
+vendor's tests."""
+RULES: tuple[Rule, ...] = tuple(CHECKS.values())
+"""Every load-time rule, in order."""
+
+
+def rule_errors(product: Product, *names: str) -> Errors:
+    """The errors of the named rules of :data:`CHECKS` only."""
+    errors: Errors = []
+    for name in names:
+        CHECKS[name](product, errors)
+    return errors
 
 
 def coherence_errors(product: Product) -> Errors:

@@ -18,22 +18,18 @@ names the key path in ``capabilities.toml``.
 
 from __future__ import annotations
 
-import fnmatch
 from typing import Any
 
+from geplug.products.coherence import rule_errors
 from geplug.products.domains import (
-    BF16_MODES,
     DEBUG_CONFIG_ITEMS,
     DUMP_DEBUG_MODES,
     FREQUENCY_OPTIONS,
     HOST_SYS_ITEMS,
-    IMPL_INI_VALUES,
     KERNEL_META_SUFFIXES,
     PRECISION_MODES,
     PRECISION_MODES_V2,
-    PROFILING_SWITCHES,
     REQUIRED_OP_TYPES,
-    SELECT_IMPLMODES,
 )
 from geplug.products.schema import DTYPES, Product
 
@@ -86,6 +82,14 @@ def _all_ops(product: Product) -> list[Any]:
     return [*product.ops.values(), product.default_op]
 
 
+def _holds(product: Product, *rules: str) -> None:
+    """Assert the named load-time rules of :mod:`geplug.products.coherence` hold: a
+    declaration is judged by one set of rules, at load and here (a product built with
+    ``attrs.evolve`` never went through the load)."""
+    errors = rule_errors(product, *rules)
+    assert not errors, "; ".join(f"{key}: {message}" for key, message in errors)
+
+
 # -- identity ---------------------------------------------------------------------------------
 
 
@@ -127,90 +131,45 @@ def test_every_op_dtype_is_known(geplug_conformance_product: Product) -> None:
 
 
 def test_every_op_runs_somewhere(geplug_conformance_product: Product) -> None:
-    nowhere = [op.op_type for op in _all_ops(geplug_conformance_product)
-               if not op.aicore_dtypes and not op.aicpu_dtypes]
-    assert not nowhere, f"ops with neither aicore_dtypes nor aicpu_dtypes: {nowhere!r}"
+    _holds(geplug_conformance_product, "ops_run_somewhere")
 
 
 def test_default_op_runs_float32(geplug_conformance_product: Product) -> None:
-    default = geplug_conformance_product.default_op
-    assert "float32" in default.aicore_dtypes + default.aicpu_dtypes, (
-        "[ops.default] must run float32 on some engine so any ONNX operator can be simulated")
+    _holds(geplug_conformance_product, "default_op_float32")
 
 
 def test_bf16_modes_match_bf16_kernels(geplug_conformance_product: Product) -> None:
-    p = geplug_conformance_product
-    modes = set(p.precision.modes) | set(p.precision.modes_v2) | set(p.precision.atc_only_modes)
-    has_modes = bool(modes & BF16_MODES)
-    kernels = [op.op_type for op in _all_ops(p) if "bfloat16" in op.aicore_dtypes]
-    assert has_modes == bool(kernels), (
-        f"bf16 precision modes {sorted(modes & BF16_MODES)!r} but AI Core bfloat16 kernels "
-        f"{kernels!r}: a product has both or neither (bf16 modes need bf16 kernels)")
+    _holds(geplug_conformance_product, "bf16_modes_match_kernels")
 
 
 # -- precision and implementation modes -------------------------------------------------------
 
 
 def test_precision_modes_are_known(geplug_conformance_product: Product) -> None:
-    prec = geplug_conformance_product.precision
-    assert set(prec.modes) <= PRECISION_MODES, (
-        f"precision.modes: unknown {sorted(set(prec.modes) - PRECISION_MODES)!r}")
-    assert set(prec.modes_v2) <= PRECISION_MODES_V2, (
-        f"precision.modes_v2: unknown {sorted(set(prec.modes_v2) - PRECISION_MODES_V2)!r}")
-    extra = set(prec.atc_only_modes) - PRECISION_MODES - PRECISION_MODES_V2
-    assert not extra, f"precision.atc_only_modes: unknown {sorted(extra)!r}"
+    _holds(geplug_conformance_product, "precision_modes_known")
 
 
 def test_precision_defaults_are_accepted_modes(geplug_conformance_product: Product) -> None:
-    p = geplug_conformance_product
-    prec = p.precision
-    v1 = set(prec.modes) | set(prec.atc_only_modes)
-    v2 = set(prec.modes_v2) | set(prec.atc_only_modes)
-    assert prec.default_inference in v1, f"precision.default_inference {prec.default_inference!r}"
-    assert prec.default_inference_v2 in v2, (
-        f"precision.default_inference_v2 {prec.default_inference_v2!r}")
-    if p.runtime.training:
-        assert prec.default_training in v1, (
-            f"precision.default_training {prec.default_training!r} (training product)")
-    else:
-        assert prec.default_training == "", "precision.default_training set without training"
-    assert prec.default_training_v2 in v2 | {""}, (
-        f"precision.default_training_v2 {prec.default_training_v2!r}")
-    assert prec.torch_default in v1 | {""}, f"precision.torch_default {prec.torch_default!r}"
+    _holds(geplug_conformance_product, "precision_defaults")
 
 
 def test_implmode_default_is_selectable(geplug_conformance_product: Product) -> None:
-    im = geplug_conformance_product.implmode
-    assert set(im.select_values) <= SELECT_IMPLMODES, (
-        f"implmode.select_values: unknown {sorted(set(im.select_values) - SELECT_IMPLMODES)!r}")
-    assert im.default_mode in im.select_values, f"implmode.default_mode {im.default_mode!r}"
+    _holds(geplug_conformance_product, "implmode_selectable")
 
 
 def test_impl_modes_are_accepted_values(geplug_conformance_product: Product) -> None:
-    p = geplug_conformance_product
-    ini = set(p.implmode.ini_values)
-    assert ini <= IMPL_INI_VALUES, f"implmode.ini_values: unknown {sorted(ini - IMPL_INI_VALUES)!r}"
-    bad = {op.op_type: sorted(set(op.impl_modes) - ini) for op in _all_ops(p)
-           if set(op.impl_modes) - ini}
-    assert not bad, f"ops impl_modes outside implmode.ini_values: {bad!r}"
-    for stem, table in p.implmode.builtin_lists.items():
-        wrong = {op: mode for op, mode in table.items() if mode not in ini}
-        assert not wrong, f"implmode.builtin_lists.{stem}: modes not in ini_values: {wrong!r}"
+    _holds(geplug_conformance_product, "implmode_ini_values", "op_impl_modes")
 
 
 def test_optypelist_names_listed_ops(geplug_conformance_product: Product) -> None:
-    p = geplug_conformance_product
-    missing = [op for op in p.implmode.optypelist_allowed if op not in p.ops]
-    assert not missing, f"implmode.optypelist_allowed names unlisted ops {missing!r}"
+    _holds(geplug_conformance_product, "optypelist_ops")
 
 
 # -- dump and debug ---------------------------------------------------------------------------
 
 
 def test_dump_debug_modes_are_known(geplug_conformance_product: Product) -> None:
-    modes = set(geplug_conformance_product.dump.debug_modes)
-    unknown = sorted(modes - DUMP_DEBUG_MODES)
-    assert not unknown, f"dump.debug_modes: unknown {unknown!r}"
+    _holds(geplug_conformance_product, "dump_debug_modes")
 
 
 def test_every_kernel_meta_level_is_declared(geplug_conformance_product: Product) -> None:
@@ -220,22 +179,15 @@ def test_every_kernel_meta_level_is_declared(geplug_conformance_product: Product
 
 
 def test_kernel_meta_level_0_writes_nothing(geplug_conformance_product: Product) -> None:
-    assert tuple(geplug_conformance_product.debug.kernel_meta.get("0", ())) == (), (
-        "debug.kernel_meta.0: op_debug_level 0 creates no kernel_meta files")
+    _holds(geplug_conformance_product, "kernel_meta_level_0")
 
 
 def test_kernel_meta_suffixes_are_known(geplug_conformance_product: Product) -> None:
-    debug = geplug_conformance_product.debug
-    used = {s for files in (*debug.kernel_meta.values(), *debug.debug_config_files.values())
-            for s in files}
-    assert used <= set(KERNEL_META_SUFFIXES), (
-        f"debug: unknown kernel_meta files {sorted(used - set(KERNEL_META_SUFFIXES))!r}")
+    _holds(geplug_conformance_product, "kernel_meta_suffixes")
 
 
 def test_debug_config_items_are_documented(geplug_conformance_product: Product) -> None:
-    items = set(geplug_conformance_product.debug.debug_config_files)
-    assert items <= DEBUG_CONFIG_ITEMS, (
-        f"debug.debug_config_files: unknown items {sorted(items - DEBUG_CONFIG_ITEMS)!r}")
+    _holds(geplug_conformance_product, "debug_config_items")
 
 
 # -- profiling --------------------------------------------------------------------------------
@@ -248,21 +200,15 @@ def test_aic_metrics_default_is_declared(geplug_conformance_product: Product) ->
 
 
 def test_every_aic_metrics_group_has_pmu_columns(geplug_conformance_product: Product) -> None:
-    prof = geplug_conformance_product.profiling
-    missing = [g for g in prof.aic_metrics if not prof.pmu_columns.get(g)]
-    assert not missing, f"profiling.pmu_columns lacks the column block of {missing!r}"
+    _holds(geplug_conformance_product, "aic_metrics_columns")
 
 
 def test_aic_metrics_aliases_point_at_declared_groups(geplug_conformance_product: Product) -> None:
-    prof = geplug_conformance_product.profiling
-    bad = {k: v for k, v in prof.aic_metrics_aliases.items() if v not in prof.aic_metrics}
-    assert not bad, f"profiling.aic_metrics_aliases point at undeclared groups: {bad!r}"
+    _holds(geplug_conformance_product, "aic_metrics_aliases")
 
 
 def test_frequency_options_are_known(geplug_conformance_product: Product) -> None:
-    names = set(geplug_conformance_product.profiling.frequencies)
-    assert names <= FREQUENCY_OPTIONS, (
-        f"profiling.frequencies: unknown options {sorted(names - FREQUENCY_OPTIONS)!r}")
+    _holds(geplug_conformance_product, "frequency_options")
 
 
 def test_frequency_ranges_hold_their_defaults(geplug_conformance_product: Product) -> None:
@@ -275,58 +221,25 @@ def test_frequency_ranges_hold_their_defaults(geplug_conformance_product: Produc
 
 
 def test_instr_profiling_style_matches_frequencies(geplug_conformance_product: Product) -> None:
-    prof = geplug_conformance_product.profiling
-    has_freq = "instr_profiling_freq" in prof.frequencies
-    assert has_freq == (prof.instr_profiling == "frequency"), (
-        f"profiling.instr_profiling = {prof.instr_profiling!r} but instr_profiling_freq is "
-        f"{'declared' if has_freq else 'absent'} (the frequency style needs it, the others "
-        "must not declare it)")
+    _holds(geplug_conformance_product, "instr_profiling_style")
 
 
 def test_instr_profiling_exclusions_exactly_with_frequency_style(
-    geplug_conformance_product: Product,
-) -> None:
-    prof = geplug_conformance_product.profiling
-    assert bool(prof.instr_profiling_exclusions) == (prof.instr_profiling == "frequency"), (
-        "profiling.instr_profiling_exclusions: the keys instr_profiling_freq excludes are "
-        f"declared exactly when instr_profiling = 'frequency', got "
-        f"{list(prof.instr_profiling_exclusions)!r} with {prof.instr_profiling!r}")
-    unknown = sorted(set(prof.instr_profiling_exclusions) - PROFILING_SWITCHES)
-    assert not unknown, f"profiling.instr_profiling_exclusions: unknown keys {unknown!r}"
+        geplug_conformance_product: Product) -> None:
+    _holds(geplug_conformance_product, "instr_profiling_exclusions")
 
 
 def test_sys_io_and_interconnect_targets_match_frequencies(
         geplug_conformance_product: Product) -> None:
-    prof = geplug_conformance_product.profiling
-    assert bool(prof.sys_io_targets) == ("sys_io_sampling_freq" in prof.frequencies), (
-        "profiling.sys_io_targets and frequencies.sys_io_sampling_freq: both or neither (R25)")
-    assert bool(prof.interconnect_targets) == (
-        "sys_interconnection_freq" in prof.frequencies), (
-        "profiling.interconnect_targets and frequencies.sys_interconnection_freq: both or "
-        "neither (R25)")
-
-
-def _base_metric(column: str) -> str:
-    """``aic_ub_read_bw(GB/s)`` -> ``ub_read_bw``: the name ``pmu_na_metrics`` globs match."""
-    name = column[4:] if column.startswith(("aic_", "aiv_")) else column
-    return name.split("(", 1)[0]
+    _holds(geplug_conformance_product, "sampling_targets")
 
 
 def test_pmu_na_metrics_match_declared_columns(geplug_conformance_product: Product) -> None:
-    prof = geplug_conformance_product.profiling
-    bases = {_base_metric(c) for cols in prof.pmu_columns.values() for c in cols}
-    unmatched = [p for p in prof.pmu_na_metrics
-                 if not any(fnmatch.fnmatchcase(b, p) for b in bases)]
-    assert not unmatched, (
-        f"profiling.pmu_na_metrics: patterns matching no pmu_columns metric {unmatched!r} "
-        "(base names: no aic_/aiv_ prefix, no unit; `geplug describe PRODUCT` lists the "
-        "columns)")
+    _holds(geplug_conformance_product, "pmu_na_metrics")
 
 
 def test_host_sys_items_are_known(geplug_conformance_product: Product) -> None:
-    items = set(geplug_conformance_product.profiling.host_sys)
-    unknown = sorted(items - HOST_SYS_ITEMS)
-    assert not unknown, f"profiling.host_sys: unknown {unknown!r}"
+    _holds(geplug_conformance_product, "host_sys_items")
 
 
 # -- compute model ----------------------------------------------------------------------------
