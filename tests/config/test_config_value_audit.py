@@ -115,3 +115,15 @@ def test_a_torch_precision_mode_typo_is_one_error_with_did_you_mean(a2: Any) -> 
     assert len(errors) == 1, errors
     assert "ACL_PRECISION_MODE" in errors[0].message
     assert errors[0].hint == "did you mean 'allow_fp32_to_fp16'?"
+
+
+def test_an_unknown_ascend_dump_scene_is_warned_with_did_you_mean(a2: Any) -> None:
+    """ASCEND_DUMP_SCENE takes aic_err_brief_dump / aic_err_norm_dump / aic_err_detail_dump;
+    any other value selects nothing, which a typo should not do silently."""
+    problems = check(SessionConfig(), a2, env={"ASCEND_DUMP_SCENE": "aic_err_norm_dmp"})
+    found = [p for p in problems if p.option == "ASCEND_DUMP_SCENE"]
+    assert len(found) == 1 and found[0].severity == "warning"
+    assert "did you mean 'aic_err_norm_dump'" in found[0].hint
+    assert not [p for p in check(SessionConfig(), a2, env={"ASCEND_DUMP_SCENE":
+                                                         "aic_err_norm_dump"})
+                if p.option == "ASCEND_DUMP_SCENE"]

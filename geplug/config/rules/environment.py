@@ -64,6 +64,14 @@ def check_environment(ctx: Ctx) -> None:
                     f"export {name}=0")
         elif int(text) < 0:
             ctx.err(name, raw, f"{name} should be >= 0.", f"export {name}=0")
+    scene = env.get("ASCEND_DUMP_SCENE")
+    if scene:
+        from geplug.config.locations import DUMP_SCENES
+
+        if scene not in DUMP_SCENES:
+            ctx.warn("ASCEND_DUMP_SCENE", scene, f"{scene!r} is not an exception-dump scene, "
+                     "so the variable selects nothing (enable_exception_dump decides)",
+                     choice_hint(scene, DUMP_SCENES))
     if env.get("RANK_TABLE_FILE"):
         _rank_table(ctx, env["RANK_TABLE_FILE"])
 
