@@ -86,6 +86,13 @@ SCHEMA: dict[str, str] = {
                     "type INTEGER"),
     "NPU_MEM": ("type INTEGER, ddr NUMERIC, hbm NUMERIC, timestampNs INTEGER, "
                 "deviceId INTEGER"),
+    "NPU_MODULE_MEM": ("moduleId INTEGER, timestampNs INTEGER, totalReserved NUMERIC, "
+                       "deviceId INTEGER"),
+    "NPU_OP_MEM": ("operatorName INTEGER, addr INTEGER, type INTEGER, size INTEGER, "
+                   "timestampNs INTEGER, globalTid INTEGER, totalAllocate NUMERIC, "
+                   "totalReserve NUMERIC, component INTEGER, deviceId INTEGER"),
+    "MEMCPY_INFO": "globalTaskId NUMERIC, size NUMERIC, memcpyOperation NUMERIC",
+    "ENUM_MODULE": "id INTEGER PRIMARY KEY, name TEXT",
     "ENUM_API_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
     "ENUM_HCCL_DATA_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
     "ENUM_HCCL_LINK_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
@@ -115,7 +122,22 @@ MSTX_EVENT_TYPES = {"marker": 0, "push/pop": 1, "start/end": 2, "marker_ex": 3}
 _MEMCPY = {"host to host": 0, "host to device": 1, "device to host": 2,
            "device to device": 3, "managed memory": 4, "addr device to device": 5,
            "host to device ex": 6, "device to host ex": 7, "other": 65535}
+MODULES = {name: i for i, name in enumerate((
+    "SLOG", "IDEDD", "SCC", "HCCL", "FMK", "CCU", "DVPP", "RUNTIME", "CCE", "HDC", "DRV",
+    "NET"))}
+"""``ENUM_MODULE`` (the component ids of NPU_MODULE_MEM), msprof's documented table."""
+MODULES.update({name: i for i, name in enumerate((
+    "DEVMM", "KERNEL", "LIBMEDIA", "CCECPU"), start=22)})
+MODULES.update({name: i for i, name in enumerate((
+    "ROS", "HCCP", "ROCE", "TEFUSION", "PROFILING", "DP", "APP", "TS", "TSDUMP", "AICPU", "LP",
+    "TDT", "FE", "MD", "MB", "ME", "IMU", "IMP", "GE"), start=27)})
+MODULES.update({name: i for i, name in enumerate((
+    "CAMERA", "ASCENDCL", "TEEOS", "ISP", "SIS", "HSM", "DSS", "PROCMGR", "BBOX", "AIVECTOR",
+    "TBE", "FV", "MDCMAP", "TUNE", "HSS", "FFTS", "OP", "UDF", "HICAID", "TSYNC", "AUDIO",
+    "TPRT", "ASCENDCKERNEL", "ASYS", "ATRACE", "RTC", "SYSMONITOR", "AMP", "ADETECT", "MBUFF",
+    "CUSTOM"), start=47)})
 _ENUMS = {
+    "ENUM_MODULE": MODULES,
     "ENUM_API_TYPE": API_TYPES,
     "ENUM_HCCL_DATA_TYPE": HCCL_DATA_TYPES,
     "ENUM_HCCL_LINK_TYPE": _LINK_TYPES,
@@ -304,6 +326,16 @@ class MsprofDb:
     def add_npu_mem(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """NPU_MEM rows: (type id, ddr bytes, hbm bytes, timestampNs, deviceId)."""
         self._rows("NPU_MEM", rows, 5)
+
+    def add_npu_module_mem(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """NPU_MODULE_MEM rows: (ENUM_MODULE id, timestampNs, totalReserved bytes,
+        deviceId)."""
+        self._rows("NPU_MODULE_MEM", rows, 4)
+
+    def add_npu_op_mem(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """NPU_OP_MEM rows: (operatorName id, addr, type id, size bytes, timestampNs,
+        globalTid, totalAllocate, totalReserve, component id, deviceId)."""
+        self._rows("NPU_OP_MEM", rows, 10)
 
     # -- finishing -------------------------------------------------------------------------
 

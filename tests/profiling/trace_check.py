@@ -10,7 +10,13 @@ for geplug's timelines, from Perfetto's JSON importer:
   and ends after it is dropped (``slice_drop_overlapping_complete_event``); a slice starting
   exactly where the open one ends is its sibling;
 - a flow (``s`` / ``f`` with equal ``cat``, ``name`` and ``id``) binds its start to the slice
-  open at its ``ts`` on its thread and (``bp: "e"``) its end to the slice enclosing its ``ts``.
+  open at its ``ts`` on its thread and (``bp: "e"``) its end to the slice enclosing its ``ts``;
+  a flow end with no slice there, or a start that never ends, is not drawn (``unbound_flows``);
+- duration events: ``B`` opens a slice on its thread and ``E`` closes the innermost open one;
+  an ``E`` with no open ``B`` is dropped (``misplaced_end_event``), and a ``B`` never closed
+  stays unterminated (``unterminated``: Perfetto shows it without an end);
+- events are sorted by ``ts``; for equal ``ts`` the file order decides (stricter than Perfetto,
+  which may also sort equal starts by duration).
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ class TraceCheck:
         self.dropped: list[dict[str, Any]] = []
         self.flows: list[tuple[Slice, Slice]] = []
         self.unbound_flows: list[Any] = []
+        self.unterminated: list[Slice] = []
+        """``B`` slices without their ``E``."""
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
 
@@ -82,19 +90,36 @@ def check(events: list[dict[str, Any]]) -> TraceCheck:
     stacks: dict[tuple[Any, Any], list[Slice]] = defaultdict(list)
     starts: dict[tuple[Any, Any, Any], Slice] = {}
 
+    open_b: set[int] = set()
+    """ids of the slices opened by ``B`` and not closed yet (their end is unknown)."""
+
     def close(track: tuple[Any, Any], ts: int) -> list[Slice]:
         stack = stacks[track]
-        while stack and stack[-1].end <= ts:
+        while stack and id(stack[-1]) not in open_b and stack[-1].end <= ts:
             stack.pop()
         return stack
 
     for ts, _, ev in timed:
         track = (ev.get("pid"), ev.get("tid"))
         ph = ev.get("ph")
-        if ph == "X":
+        if ph == "B":
+            stack = close(track, ts)
+            s = Slice(track, ev.get("name", ""), ts, ts, len(stack), ev.get("args", {}))
+            open_b.add(id(s))
+            stack.append(s)
+            result.slices.append(s)
+        elif ph == "E":
+            stack = close(track, ts)
+            if not stack or id(stack[-1]) not in open_b:
+                result.dropped.append(ev)  # misplaced_end_event
+                continue
+            top = stack.pop()
+            open_b.discard(id(top))
+            top.end = ts
+        elif ph == "X":
             end = ts + to_ns(ev.get("dur", 0))
             stack = close(track, ts)
-            if stack and end > stack[-1].end:
+            if stack and id(stack[-1]) not in open_b and end > stack[-1].end:
                 result.dropped.append(ev)
                 continue
             s = Slice(track, ev.get("name", ""), ts, end, len(stack), ev.get("args", {}))
@@ -119,4 +144,5 @@ def check(events: list[dict[str, Any]]) -> TraceCheck:
                 else:
                     result.unbound_flows.append(ev)
     result.unbound_flows.extend(starts.values())
+    result.unterminated = [s for s in result.slices if id(s) in open_b]
     return result

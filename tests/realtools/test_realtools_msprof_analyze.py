@@ -234,3 +234,44 @@ def test_advisor_shows_full_shapes_and_geplugs_op_durations(cluster):
     assert f"<t>{name}</t>" in strings
     assert f"<t>{shapes}</t>" in strings  # the quoted cell, whole
     assert f"<t>{dur / 1000:.3f}</t>" in strings
+
+
+FRAMEWORK_TABLES = {"PYTORCH_CALLCHAINS", "MEMORY_RECORD", "OP_MEMORY", "GC_RECORD",
+                    "FRAMEWORK_API"}
+"""Tables msprof-analyze reads only from torch_npu's framework database
+(``ascend_pytorch_profiler_{rank}.db``), which msprof's own database never holds."""
+
+
+def _tables_msprof_analyze_reads() -> set[str]:
+    """Every upper-case table name after FROM / JOIN in msprof-analyze's installed source,
+    plus the tables its DatabaseService and existence checks name."""
+    import re
+
+    import msprof_analyze
+
+    root = Path(msprof_analyze.__file__).parent
+    found: set[str] = set()
+    pattern = re.compile(r"\b(?:FROM|JOIN)\s+([A-Z][A-Z_]{2,})\b")
+    for path in root.rglob("*.py"):
+        if "test" in path.parts:
+            continue
+        found.update(pattern.findall(path.read_text(errors="replace")))
+    from msprof_analyze.prof_common.database_service import DatabaseService
+
+    found.update(t for t in DatabaseService.TABLE_TS_DICT if t.isupper())
+    return found
+
+
+def test_geplugs_database_has_every_msprof_table_msprof_analyze_reads(cluster):
+    reads = _tables_msprof_analyze_reads()
+    assert {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS", "CANN_API"} <= reads  # the scan works
+    ours = {r[0] for r in _geplug_db(cluster, 0).execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    # sampled system data (ACC_PMU, NIC, ROCE, LLC, HBM, DDR, HCCS, PCIE, SAMPLE_PMU_TIMELINE)
+    # only exists when its sampler ran; DatabaseService skips an absent table
+    sampled = {"ACC_PMU", "NIC", "LLC", "SAMPLE_PMU_TIMELINE", "HBM", "DDR", "HCCS", "PCIE"}
+    # nsys's SQLite export (calibrate_npu_gpu's GPU baseline) and a CTE name of mstx2commop
+    other = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS",
+             "MSTX_COMMUNICATION_DATA"}
+    missing = reads - ours - FRAMEWORK_TABLES - sampled - other
+    assert not missing, f"msprof-analyze reads {sorted(missing)}, which geplug does not write"
