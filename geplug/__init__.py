@@ -50,6 +50,7 @@ the one place the version is written is ``pyproject.toml``)."""
 
 __all__ = [
     "PLUGIN_API",
+    "PUBLIC_MODULES",
     "BackendError",
     "ConfigError",
     "ConfigWarning",
@@ -78,6 +79,20 @@ __all__ = [
     "resolve",
     "shutdown_system",
 ]
+
+PUBLIC_MODULES = (
+    "geplug",
+    "geplug.hookspecs",
+    "geplug.events",
+    "geplug.errors",
+    "geplug.products",
+    "geplug.backend",
+    "geplug.testing",
+)
+"""The public API, declared once: these modules and the names in their ``__all__``. Every
+other module of geplug (``geplug.config.*``, ``geplug.plugin.*``, ``geplug.dump.*``, ...) is
+internal: usable, but without a compatibility promise between releases; a name it offers
+that users need is re-exported here first (docs/architecture.md, "Public API")."""
 
 _LAZY = {
     "BackendError": "geplug.errors",

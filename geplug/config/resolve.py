@@ -73,186 +73,22 @@ def resolve(
     than the product's first SoC.
     """
     env = os.environ if env is None else env
-    cwd = os.path.abspath(os.getcwd() if cwd is None else cwd)
-    c = config
-    sources: dict[str, str] = {n: Source.USER for n in OPTION_ORDER if getattr(c, n) is not None}
-    new: dict[str, Any] = {}
-
-    def fill(name: str, value: Any, source: str) -> None:
-        if getattr(c, name) is None:
-            new[name] = value
-            sources[name] = source
-
-    run_mode, run_src = graph_run_mode(c, product)
-    fill("graph_run_mode", run_mode, run_src)
-    sources["run_mode"] = run_src
-    # R29: the TF adapter forces enable_small_channel = 1 in online inference
-    sources["enable_small_channel"] = Source.RUN_MODE_DEFAULT if run_mode == 0 else \
-        Source.BUILTIN_DEFAULT
-
-    # precision (§5.3)
-    if c.precision_mode is None and c.precision_mode_v2 is None:
-        fill("precision_mode", default_precision(product, run_mode, c.front_end),
-             Source.PRODUCT_DEFAULT)
-    elif c.precision_mode is not None and c.precision_mode_v2 is not None:
-        new["precision_mode_v2"] = None  # invalid (E10056); keep v1 so the contract holds
-        sources.pop("precision_mode_v2", None)
-
-    # profiling (§3.1, §14): one rule with check (geplug.config.profiling_source)
-    force = profiling_in_force(c, env)
-    profiling_output = None
-    if force.on != bool(c.profiling_mode) or c.profiling_mode is None:
-        new["profiling_mode"] = force.on
-        sources["profiling_mode"] = force.mode_source
-    if force.on:
-        opts = force.options
-        opts_src = force.options_source
-        if opts is None or not force.usable:
-            opts = attrs.evolve(default_profiling_options(product, run_mode), output=None)
-            opts_src = opts_src if force.default else Source.BUILTIN_DEFAULT
-        sources["profiling_options"] = opts_src
-        if opts.output:
-            profiling_output = os.path.abspath(os.path.join(cwd, opts.output))
-            out_src = opts_src
-        elif env.get("ASCEND_WORK_PATH"):
-            profiling_output = os.path.abspath(os.path.join(cwd, env["ASCEND_WORK_PATH"]))
-            out_src = Source.env("ASCEND_WORK_PATH")
-        else:
-            profiling_output, out_src = cwd, Source.BUILTIN_DEFAULT
-        opts = attrs.evolve(opts, output=profiling_output)
-        new["profiling_options"] = opts
-        sources["profiling_output"] = out_src
-    elif c.profiling_options is not None:
-        sources["profiling_options"] = Source.USER  # kept as written; not in force
-
-    # dump (§4)
-    fill("enable_dump", False, Source.BUILTIN_DEFAULT)
-    fill("enable_dump_debug", False, Source.BUILTIN_DEFAULT)
-    fill("dump_mode", "output", Source.BUILTIN_DEFAULT)
-    fill("dump_debug_mode", "all", Source.BUILTIN_DEFAULT)
-    fill("dump_data", "tensor", Source.BUILTIN_DEFAULT)
-    dump_root = None
-    if (c.enable_dump or c.enable_dump_debug) and c.dump_path:
-        dump_root = os.path.abspath(os.path.join(cwd, c.dump_path))
-        sources["dump_root"] = Source.USER
-
-    # device id (§14: rank table > ASCEND_DEVICE_ID > DEVICE_ID > 0)
-    device_id, dev_src = 0, Source.BUILTIN_DEFAULT
-    table_device = None
-    from geplug.config.rank import read_rank_info
-    from geplug.errors import GeplugError
-
-    try:
-        rank = read_rank_info(env, product)  # the one read of the rank table
-    except GeplugError:
-        rank = None  # the check says why
-    if rank is not None:
-        sources["rank"] = next((Source.env(name) for name in ("RANK_TABLE_FILE", "RANK_ID")
-                                if env.get(name)), Source.BUILTIN_DEFAULT)
-    if env.get("RANK_TABLE_FILE") and rank is not None:
-        table_device = rank.device_id
-    if table_device is not None:
-        device_id, dev_src = table_device, Source.env("RANK_TABLE_FILE")
-    elif _int_env(env, "ASCEND_DEVICE_ID") is not None:
-        device_id, dev_src = _int_env(env, "ASCEND_DEVICE_ID") or 0, Source.env("ASCEND_DEVICE_ID")
-    elif _int_env(env, "DEVICE_ID") is not None:
-        device_id, dev_src = _int_env(env, "DEVICE_ID") or 0, Source.env("DEVICE_ID")
-    sources["device_id"] = dev_src
-
-    # operator debug (§7, formats.md §5)
-    fill("op_debug_level", 0, Source.BUILTIN_DEFAULT)
-    level = c.op_debug_level or 0
-    items: tuple[str, ...] = ()
-    op_list: tuple[str, ...] = ()
-    sources["op_debug_items"] = sources["op_debug_list"] = Source.BUILTIN_DEFAULT
-    if c.op_debug_config is not None:
-        from geplug.config.files import read_debug_config
-
-        parsed, _ = read_debug_config(os.path.join(cwd, c.op_debug_config))
-        if parsed is not None:
-            items, op_list = parsed.items, parsed.op_list
-        sources["op_debug_items"] = sources["op_debug_list"] = Source.USER
-    collect = env.get("NPU_COLLECT_PATH") or ""
-    if collect and c.op_debug_config is None:
-        items = NPU_COLLECT_DEBUG_ITEMS
-        sources["op_debug_items"] = Source.env("NPU_COLLECT_PATH")
-    kernel_meta_dir = None
-    if level != 0 or c.op_debug_config is not None or collect:
-        if (level != 0 or c.op_debug_config is not None) and c.debug_dir:
-            base, km_src = os.path.join(cwd, c.debug_dir), Source.USER
-        elif env.get("ASCEND_WORK_PATH"):
-            base, km_src = os.path.join(cwd, env["ASCEND_WORK_PATH"]), \
-                Source.env("ASCEND_WORK_PATH")
-        else:
-            base, km_src = cwd, Source.BUILTIN_DEFAULT
-        kernel_meta_dir = os.path.abspath(os.path.join(base, "kernel_meta"))
-        sources["kernel_meta_dir"] = km_src
-
-    # exception dump (§8, formats.md §4): one rule, shared with the dump writer
-    fill("enable_exception_dump", default_exception_dump(c.front_end),
-         Source.front_end(c.front_end))
-    option_level = new.get("enable_exception_dump", c.enable_exception_dump)
-    location = exception_dump_location(
-        option_level if option_level in (0, 1, 2) else 0, env, device_id, cwd)
-    if location.level_source:
-        new["enable_exception_dump"] = location.level
-        sources["enable_exception_dump"] = location.level_source
-    exc_level = location.level
-    sources["exception_dump_level"] = sources["enable_exception_dump"]
-    exception_dir, exception_path = location.directory, location.path
-    if exception_dir is not None:
-        sources["exception_dump_dir"] = location.root_source
-        sources["exception_dump_path"] = location.root_source
-
-    # implementation modes (§9)
-    imp = product.implmode
-    fill("op_select_implmode", imp.default_mode, Source.PRODUCT_DEFAULT)
-    by_type: dict[str, str] = {}
-    by_node: dict[str, str] = {}
-    impl_default = imp.default_mode
-    if c.op_precision_mode is not None:
-        from geplug.config.files import read_precision_ini
-
-        ini, _ = read_precision_ini(os.path.join(cwd, c.op_precision_mode), imp.ini_values)
-        if ini is not None:
-            by_type, by_node = dict(ini.by_op_type), dict(ini.by_node)
-        sources["impl_by_op_type"] = sources["impl_by_node"] = Source.USER
-        sources["impl_default"] = Source.PRODUCT_DEFAULT
-    else:
-        mode = c.op_select_implmode or imp.default_mode
-        mode_src = Source.USER if c.op_select_implmode else Source.PRODUCT_DEFAULT
-        if mode.endswith("_for_all"):
-            by_type = dict(imp.builtin_lists.get(mode, {}))
-            impl_default = mode[: -len("_for_all")]
-        elif c.optypelist_for_implmode:
-            by_type = {t.strip(): mode for t in c.optypelist_for_implmode.split(",") if t.strip()}
-        else:
-            by_type = dict(imp.builtin_lists.get(mode, {}))
-        sources["impl_by_op_type"] = mode_src
-        sources["impl_by_node"] = Source.BUILTIN_DEFAULT
-        sources["impl_default"] = mode_src if mode.endswith("_for_all") else \
-            Source.PRODUCT_DEFAULT
-
-    # mixed-precision list changes (§5.5)
-    mixlist: dict[str, bool | None] = {}
-    sources["mixlist_overrides"] = Source.BUILTIN_DEFAULT
-    if c.modify_mixlist is not None:
-        from geplug.config.files import mixlist_names, mixlist_state, read_mixlist
-
-        edits, _ = read_mixlist(os.path.join(cwd, c.modify_mixlist))
-        flag = {"white": True, "black": False, "grey": None}
-        for op_type in mixlist_names(edits or {}):
-            reduce = product.op(op_type).precision_reduce
-            builtin = "white" if reduce is True else "black" if reduce is False else "grey"
-            mixlist[op_type] = flag[mixlist_state(builtin, op_type, edits or {})]
-        sources["mixlist_overrides"] = Source.USER
-
-    fill("soc_version", default_soc(product, soc), Source.PRODUCT_DEFAULT)
-    effective = attrs.evolve(c, **new)
+    p = _Pass(config, product, env, os.path.abspath(os.getcwd() if cwd is None else cwd))
+    run_mode = _run_mode(p)
+    _precision(p, run_mode)
+    profiling_output = _profiling(p, run_mode)
+    dump_root = _dump(p)
+    device_id, rank = _device(p)
+    items, op_list, kernel_meta_dir = _op_debug(p)
+    exc_level, exception_dir, exception_path = _exception_dump(p, device_id)
+    by_type, by_node, impl_default = _implmode(p)
+    mixlist = _mixlist(p)
+    p.fill("soc_version", default_soc(p.product, soc), Source.PRODUCT_DEFAULT)
+    effective = attrs.evolve(p.c, **p.new)
     return ResolvedConfig(
-        product=product.name,
+        product=p.product.name,
         config=effective,
-        sources=sources,
+        sources=p.sources,
         run_mode="training" if run_mode == 1 else "inference",
         device_id=device_id,
         dump_root=dump_root,
@@ -270,3 +106,221 @@ def resolve(
         mixlist_overrides=mixlist,
         rank=rank,
     )
+
+
+class _Pass:
+    """What every section of :func:`resolve` reads and writes: the config, the product, the
+    environment, the directory, the effective values filled in (``new``) and their sources."""
+
+    def __init__(self, config: SessionConfig, product: Product, env: Mapping[str, str],
+                 cwd: str) -> None:
+        self.c, self.product, self.env, self.cwd = config, product, env, cwd
+        self.sources: dict[str, str] = {n: Source.USER for n in OPTION_ORDER
+                                        if getattr(config, n) is not None}
+        self.new: dict[str, Any] = {}
+
+    def fill(self, name: str, value: Any, source: str) -> None:
+        """Set option ``name`` to ``value`` (from ``source``) when the user left it unset."""
+        if getattr(self.c, name) is None:
+            self.new[name] = value
+            self.sources[name] = source
+
+
+def _run_mode(p: _Pass) -> int:
+    """The graph_run_mode and what it forces (R29)."""
+    run_mode, run_src = graph_run_mode(p.c, p.product)
+    p.fill("graph_run_mode", run_mode, run_src)
+    p.sources["run_mode"] = run_src
+    # R29: the TF adapter forces enable_small_channel = 1 in online inference
+    p.sources["enable_small_channel"] = Source.RUN_MODE_DEFAULT if run_mode == 0 else \
+        Source.BUILTIN_DEFAULT
+    return run_mode
+
+
+def _precision(p: _Pass, run_mode: int) -> None:
+    """Precision_mode default (§5.3)."""
+    # precision (§5.3)
+    if p.c.precision_mode is None and p.c.precision_mode_v2 is None:
+        p.fill("precision_mode", default_precision(p.product, run_mode, p.c.front_end),
+             Source.PRODUCT_DEFAULT)
+    elif p.c.precision_mode is not None and p.c.precision_mode_v2 is not None:
+        p.new["precision_mode_v2"] = None  # invalid (E10056); keep v1 so the contract holds
+        p.sources.pop("precision_mode_v2", None)
+
+
+def _profiling(p: _Pass, run_mode: int) -> str | None:
+    """Profiling in force and its output directory (§3.1, §14)."""
+    # profiling (§3.1, §14): one rule with check (geplug.config.profiling_source)
+    force = profiling_in_force(p.c, p.env)
+    profiling_output = None
+    if force.on != bool(p.c.profiling_mode) or p.c.profiling_mode is None:
+        p.new["profiling_mode"] = force.on
+        p.sources["profiling_mode"] = force.mode_source
+    if force.on:
+        opts = force.options
+        opts_src = force.options_source
+        if opts is None or not force.usable:
+            opts = attrs.evolve(default_profiling_options(p.product, run_mode), output=None)
+            opts_src = opts_src if force.default else Source.BUILTIN_DEFAULT
+        p.sources["profiling_options"] = opts_src
+        if opts.output:
+            profiling_output = os.path.abspath(os.path.join(p.cwd, opts.output))
+            out_src = opts_src
+        elif p.env.get("ASCEND_WORK_PATH"):
+            profiling_output = os.path.abspath(os.path.join(p.cwd, p.env["ASCEND_WORK_PATH"]))
+            out_src = Source.env("ASCEND_WORK_PATH")
+        else:
+            profiling_output, out_src = p.cwd, Source.BUILTIN_DEFAULT
+        opts = attrs.evolve(opts, output=profiling_output)
+        p.new["profiling_options"] = opts
+        p.sources["profiling_output"] = out_src
+    elif p.c.profiling_options is not None:
+        p.sources["profiling_options"] = Source.USER  # kept as written; not in force
+    return profiling_output
+
+
+def _dump(p: _Pass) -> str | None:
+    """Dump defaults and the dump root (§4)."""
+    # dump (§4)
+    p.fill("enable_dump", False, Source.BUILTIN_DEFAULT)
+    p.fill("enable_dump_debug", False, Source.BUILTIN_DEFAULT)
+    p.fill("dump_mode", "output", Source.BUILTIN_DEFAULT)
+    p.fill("dump_debug_mode", "all", Source.BUILTIN_DEFAULT)
+    p.fill("dump_data", "tensor", Source.BUILTIN_DEFAULT)
+    dump_root = None
+    if (p.c.enable_dump or p.c.enable_dump_debug) and p.c.dump_path:
+        dump_root = os.path.abspath(os.path.join(p.cwd, p.c.dump_path))
+        p.sources["dump_root"] = Source.USER
+    return dump_root
+
+
+def _device(p: _Pass) -> tuple[int, Any]:
+    """The device id (§14: rank table > ASCEND_DEVICE_ID > DEVICE_ID > 0), rank info."""
+    # device id (§14: rank table > ASCEND_DEVICE_ID > DEVICE_ID > 0)
+    device_id, dev_src = 0, Source.BUILTIN_DEFAULT
+    table_device = None
+    from geplug.config.rank import read_rank_info
+    from geplug.errors import GeplugError
+
+    try:
+        rank = read_rank_info(p.env, p.product)  # the one read of the rank table
+    except GeplugError:
+        rank = None  # the check says why
+    if rank is not None:
+        p.sources["rank"] = next((Source.env(name) for name in ("RANK_TABLE_FILE", "RANK_ID")
+                                  if p.env.get(name)), Source.BUILTIN_DEFAULT)
+    if p.env.get("RANK_TABLE_FILE") and rank is not None:
+        table_device = rank.device_id
+    if table_device is not None:
+        device_id, dev_src = table_device, Source.env("RANK_TABLE_FILE")
+    elif _int_env(p.env, "ASCEND_DEVICE_ID") is not None:
+        device_id = _int_env(p.env, "ASCEND_DEVICE_ID") or 0
+        dev_src = Source.env("ASCEND_DEVICE_ID")
+    elif _int_env(p.env, "DEVICE_ID") is not None:
+        device_id, dev_src = _int_env(p.env, "DEVICE_ID") or 0, Source.env("DEVICE_ID")
+    p.sources["device_id"] = dev_src
+    return device_id, rank
+
+
+def _op_debug(p: _Pass) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """Op_debug_config items and the kernel_meta directory (§7, formats.md §5)."""
+    # operator debug (§7, formats.md §5)
+    p.fill("op_debug_level", 0, Source.BUILTIN_DEFAULT)
+    level = p.c.op_debug_level or 0
+    items: tuple[str, ...] = ()
+    op_list: tuple[str, ...] = ()
+    p.sources["op_debug_items"] = p.sources["op_debug_list"] = Source.BUILTIN_DEFAULT
+    if p.c.op_debug_config is not None:
+        from geplug.config.files import read_debug_config
+
+        parsed, _ = read_debug_config(os.path.join(p.cwd, p.c.op_debug_config))
+        if parsed is not None:
+            items, op_list = parsed.items, parsed.op_list
+        p.sources["op_debug_items"] = p.sources["op_debug_list"] = Source.USER
+    collect = p.env.get("NPU_COLLECT_PATH") or ""
+    if collect and p.c.op_debug_config is None:
+        items = NPU_COLLECT_DEBUG_ITEMS
+        p.sources["op_debug_items"] = Source.env("NPU_COLLECT_PATH")
+    kernel_meta_dir = None
+    if level != 0 or p.c.op_debug_config is not None or collect:
+        if (level != 0 or p.c.op_debug_config is not None) and p.c.debug_dir:
+            base, km_src = os.path.join(p.cwd, p.c.debug_dir), Source.USER
+        elif p.env.get("ASCEND_WORK_PATH"):
+            base, km_src = os.path.join(p.cwd, p.env["ASCEND_WORK_PATH"]), \
+                Source.env("ASCEND_WORK_PATH")
+        else:
+            base, km_src = p.cwd, Source.BUILTIN_DEFAULT
+        kernel_meta_dir = os.path.abspath(os.path.join(base, "kernel_meta"))
+        p.sources["kernel_meta_dir"] = km_src
+    return items, op_list, kernel_meta_dir
+
+
+def _exception_dump(p: _Pass, device_id: int) -> tuple[int, str | None, str | None]:
+    """The exception dump level and directory (§8, formats.md §4)."""
+    # exception dump (§8, formats.md §4): one rule, shared with the dump writer
+    p.fill("enable_exception_dump", default_exception_dump(p.c.front_end),
+         Source.front_end(p.c.front_end))
+    option_level = p.new.get("enable_exception_dump", p.c.enable_exception_dump)
+    location = exception_dump_location(
+        option_level if option_level in (0, 1, 2) else 0, p.env, device_id, p.cwd)
+    if location.level_source:
+        p.new["enable_exception_dump"] = location.level
+        p.sources["enable_exception_dump"] = location.level_source
+    exc_level = location.level
+    p.sources["exception_dump_level"] = p.sources["enable_exception_dump"]
+    exception_dir, exception_path = location.directory, location.path
+    if exception_dir is not None:
+        p.sources["exception_dump_dir"] = location.root_source
+        p.sources["exception_dump_path"] = location.root_source
+    return exc_level, exception_dir, exception_path
+
+
+def _implmode(p: _Pass) -> tuple[dict[str, str], dict[str, str], str]:
+    """Implementation modes per op type and node (§9)."""
+    # implementation modes (§9)
+    imp = p.product.implmode
+    p.fill("op_select_implmode", imp.default_mode, Source.PRODUCT_DEFAULT)
+    by_type: dict[str, str] = {}
+    by_node: dict[str, str] = {}
+    impl_default = imp.default_mode
+    if p.c.op_precision_mode is not None:
+        from geplug.config.files import read_precision_ini
+
+        ini, _ = read_precision_ini(os.path.join(p.cwd, p.c.op_precision_mode), imp.ini_values)
+        if ini is not None:
+            by_type, by_node = dict(ini.by_op_type), dict(ini.by_node)
+        p.sources["impl_by_op_type"] = p.sources["impl_by_node"] = Source.USER
+        p.sources["impl_default"] = Source.PRODUCT_DEFAULT
+    else:
+        mode = p.c.op_select_implmode or imp.default_mode
+        mode_src = Source.USER if p.c.op_select_implmode else Source.PRODUCT_DEFAULT
+        if mode.endswith("_for_all"):
+            by_type = dict(imp.builtin_lists.get(mode, {}))
+            impl_default = mode[: -len("_for_all")]
+        elif p.c.optypelist_for_implmode:
+            by_type = {t.strip(): mode for t in p.c.optypelist_for_implmode.split(",") if t.strip()}
+        else:
+            by_type = dict(imp.builtin_lists.get(mode, {}))
+        p.sources["impl_by_op_type"] = mode_src
+        p.sources["impl_by_node"] = Source.BUILTIN_DEFAULT
+        p.sources["impl_default"] = mode_src if mode.endswith("_for_all") else \
+            Source.PRODUCT_DEFAULT
+    return by_type, by_node, impl_default
+
+
+def _mixlist(p: _Pass) -> dict[str, bool | None]:
+    """The final list of every op modify_mixlist names (§5.5)."""
+    # mixed-precision list changes (§5.5)
+    mixlist: dict[str, bool | None] = {}
+    p.sources["mixlist_overrides"] = Source.BUILTIN_DEFAULT
+    if p.c.modify_mixlist is not None:
+        from geplug.config.files import mixlist_names, mixlist_state, read_mixlist
+
+        edits, _ = read_mixlist(os.path.join(p.cwd, p.c.modify_mixlist))
+        flag = {"white": True, "black": False, "grey": None}
+        for op_type in mixlist_names(edits or {}):
+            reduce = p.product.op(op_type).precision_reduce
+            builtin = "white" if reduce is True else "black" if reduce is False else "grey"
+            mixlist[op_type] = flag[mixlist_state(builtin, op_type, edits or {})]
+        p.sources["mixlist_overrides"] = Source.USER
+    return mixlist
