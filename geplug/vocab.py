@@ -32,15 +32,22 @@ __all__ = [
     "AIC_METRICS_GROUPS",
     "BF16_MODES",
     "COLLECTION_KEYS",
+    "DEBUG_CONFIG_ITEMS",
+    "DEBUG_LEVELS",
     "DUMP_DEBUG_MODES",
     "DUMP_MODES",
     "ENGINES",
     "FREQUENCY_KEYS",
+    "HOST_SYS_ITEMS",
+    "IMPL_INI_VALUES",
+    "INSTR_PROFILING_STYLES",
+    "KERNEL_META_SUFFIXES",
     "PRECISION_MODES",
     "PRECISION_MODES_V2",
     "PROFILING_KEYS",
     "PROFILING_KEY_KINDS",
     "PROFILING_LEVELS",
+    "SELECT_IMPLMODES",
     "SWITCH_KEYS",
     "TASK_TYPES",
 ]
@@ -124,6 +131,28 @@ AIC_METRICS_GROUPS = (
     "ResourceConflictRatio", "L2Cache", "MemoryAccess", "PipelineExecuteUtilization",
 )
 """Every named aic_metrics group of options.md §13.2 (``Custom:`` events aside)."""
+
+IMPL_INI_VALUES = (
+    "high_precision", "high_performance", "enable_float_32_execution",
+    "enable_hi_float_32_execution", "support_out_of_bound_index", "super_performance",
+    "norm_class", "keep_fp16",
+)
+"""The FE whitelist of op_precision_mode ini values (options.md §9.3)."""
+SELECT_IMPLMODES = (
+    "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
+    "enable_float_32_execution", "enable_hi_float_32_execution",
+)
+"""op_select_implmode values over all layers (options.md §9.1)."""
+DEBUG_LEVELS = ("0", "1", "2", "3", "4")
+"""op_debug_level values (options.md §7.1); the keys of ``[debug.kernel_meta]``."""
+DEBUG_CONFIG_ITEMS = ("oom", "dump_cce", "dump_loc", "ccec_O0", "ccec_g", "check_flag")
+"""The documented op_debug_config items (options.md §7.2)."""
+KERNEL_META_SUFFIXES = (".o", ".json", ".cce", "_loc.json", "_compute.json")
+"""Files kernel_meta can hold, in the order formats.md §5 lists them."""
+INSTR_PROFILING_STYLES = ("switch", "frequency", "unsupported")
+"""How a product offers instruction profiling (options.md §3.3, R22-R23)."""
+HOST_SYS_ITEMS = ("cpu", "mem", "disk", "network", "osrt")
+"""host_sys values (options.md §3.3)."""
 
 ENGINES = ("AI_CORE", "AI_CPU")
 """Where an op's kernel comes from (the compile decision); see the module docstring."""

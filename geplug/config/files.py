@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
+from geplug import vocab
 from geplug.config.problems import Problem
 
 __all__ = [
@@ -23,7 +24,7 @@ __all__ = [
     "read_precision_ini",
 ]
 
-DEBUG_CONFIG_ITEMS = ("oom", "dump_cce", "dump_loc", "ccec_O0", "ccec_g", "check_flag")
+DEBUG_CONFIG_ITEMS = vocab.DEBUG_CONFIG_ITEMS
 """The documented op_debug_config items (options.md §7.2; policy §12: validate against them)."""
 
 MAX_FILE_BYTES = 1 << 20

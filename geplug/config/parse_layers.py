@@ -252,7 +252,7 @@ def parse_torch_options(options: Any) -> Parsed:
             problems.append(type_problem(key, raw, "a string", hint=f'write "{raw}"'))
             continue
         if OPTIONS[name].kind == "int":
-            if raw not in ("0", "1", "2", "3", "4"):
+            if raw not in ("0", "1", "2", "3", "4"):  # vocab: not op_debug_level, GE's int
                 problems.append(Problem(
                     option=key, value=raw, severity="error",
                     message=f"value of {key} should be in ['0', '1', '2', '3', '4'] but got "

@@ -34,28 +34,21 @@ PRECISION_MODES_V2 = frozenset(vocab.PRECISION_MODES_V2)
 """precision_mode_v2 values (options.md §5.2; defined in :mod:`geplug.vocab`)."""
 BF16_MODES = frozenset(vocab.BF16_MODES)
 """The modes that need bf16 kernels (options.md §11 R10)."""
-IMPL_INI_VALUES = frozenset({
-    "high_precision", "high_performance", "enable_float_32_execution",
-    "enable_hi_float_32_execution", "support_out_of_bound_index", "super_performance",
-    "norm_class", "keep_fp16",
-})
+IMPL_INI_VALUES = frozenset(vocab.IMPL_INI_VALUES)
 """The FE whitelist of op_precision_mode ini values (options.md §9.3)."""
-SELECT_IMPLMODES = frozenset({
-    "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
-    "enable_float_32_execution", "enable_hi_float_32_execution",
-})
+SELECT_IMPLMODES = frozenset(vocab.SELECT_IMPLMODES)
 """op_select_implmode values over all layers (options.md §9.1)."""
 DUMP_DEBUG_MODES = frozenset(vocab.DUMP_DEBUG_MODES)
 """dump_debug_mode values (options.md §4.6)."""
-DEBUG_LEVELS = ("0", "1", "2", "3", "4")
+DEBUG_LEVELS = vocab.DEBUG_LEVELS
 """op_debug_level values (options.md §7.1); the keys of ``[debug.kernel_meta]``."""
-KERNEL_META_SUFFIXES = (".o", ".json", ".cce", "_loc.json", "_compute.json")
+KERNEL_META_SUFFIXES = vocab.KERNEL_META_SUFFIXES
 """Files kernel_meta can hold, in the order formats.md §5 lists them."""
-DEBUG_CONFIG_ITEMS = frozenset({"oom", "dump_cce", "dump_loc", "ccec_O0", "ccec_g", "check_flag"})
+DEBUG_CONFIG_ITEMS = frozenset(vocab.DEBUG_CONFIG_ITEMS)
 """op_debug_config items (options.md §7.2)."""
 AIC_METRICS_GROUPS = vocab.AIC_METRICS_GROUPS
 """Every named aic_metrics group of options.md §13.2 (``Custom:`` events aside)."""
-INSTR_PROFILING_STYLES = ("switch", "frequency", "unsupported")
+INSTR_PROFILING_STYLES = vocab.INSTR_PROFILING_STYLES
 """How a product offers instruction profiling (options.md §3.3, R22-R23): the
 ``instr_profiling`` on/off switch, ``instr_profiling_freq`` (with its exclusions), or not."""
 PROFILING_SWITCHES = frozenset(vocab.COLLECTION_KEYS)
@@ -63,7 +56,7 @@ PROFILING_SWITCHES = frozenset(vocab.COLLECTION_KEYS)
 ``instr_profiling_exclusions`` list may name."""
 FREQUENCY_OPTIONS = frozenset(vocab.FREQUENCY_KEYS)
 """profiling_options keys that take a sampling frequency (options.md §3.2-3.3)."""
-HOST_SYS_ITEMS = frozenset({"cpu", "mem", "disk", "network", "osrt"})
+HOST_SYS_ITEMS = frozenset(vocab.HOST_SYS_ITEMS)
 """host_sys values (options.md §3.3)."""
 REQUIRED_OP_TYPES = (
     "MatMulV2", "BatchMatMulV2", "Conv2D", "Add", "Sub", "Mul", "Div", "Relu", "Gelu",

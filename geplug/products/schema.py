@@ -12,6 +12,8 @@ from typing import Any
 
 import attrs
 
+from geplug import vocab
+
 __all__ = [
     "SCHEMA_VERSION",
     "ComputeModel",
@@ -176,7 +178,7 @@ class ProfilingCaps:
     l2: str
     """What ``l2: on`` collects: ``l2`` (hit rate) or ``l2_tlb`` (L2 and TLB hit rate)."""
     instr_profiling: str = attrs.field(
-        validator=attrs.validators.in_(("switch", "frequency", "unsupported"))
+        validator=attrs.validators.in_(vocab.INSTR_PROFILING_STYLES)
     )
     instr_profiling_exclusions: tuple[str, ...] = attrs.field(converter=_tuple, default=())
     """profiling_options keys ``instr_profiling_freq`` cannot be combined with (style

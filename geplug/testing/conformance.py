@@ -23,6 +23,7 @@ from typing import Any
 from geplug.products.coherence import rule_errors
 from geplug.products.domains import (
     DEBUG_CONFIG_ITEMS,
+    DEBUG_LEVELS,
     DUMP_DEBUG_MODES,
     FREQUENCY_OPTIONS,
     HOST_SYS_ITEMS,
@@ -174,7 +175,7 @@ def test_dump_debug_modes_are_known(geplug_conformance_product: Product) -> None
 
 def test_every_kernel_meta_level_is_declared(geplug_conformance_product: Product) -> None:
     levels = set(geplug_conformance_product.debug.kernel_meta)
-    assert levels == {"0", "1", "2", "3", "4"}, (
+    assert levels == set(DEBUG_LEVELS), (
         f"debug.kernel_meta must declare op_debug_level 0-4, got {sorted(levels)!r}")
 
 
