@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,4 +98,4 @@ def test_version_comes_from_the_distribution_metadata() -> None:
 
     assert geplug.__version__ == metadata.version("geplug")
     source = (importlib.import_module("geplug").__file__ or "")
-    assert '__version__ = "' not in open(source, encoding="utf-8").read()
+    assert '__version__ = "' not in Path(source).read_text(encoding="utf-8")

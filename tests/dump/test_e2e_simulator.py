@@ -128,6 +128,7 @@ def test_injected_fault_writes_the_exception_dump_under_ascend_work_path(
 
 
 @a2_only
+@pytest.mark.filterwarnings("ignore::geplug.errors.ConfigWarning")  # the override is warned of
 def test_npu_collect_path_wins_and_forces_level_1(fresh: PluginManager, tmp_path: Any,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"NPU_COLLECT_PATH": str(tmp_path / "collect"),

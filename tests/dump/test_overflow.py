@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -95,7 +96,7 @@ def test_saturation_products_flag_the_fp16_extreme(make_system: Any, make_event:
                               dump=attrs.evolve(plain_product.dump, overflow_mode="saturation"))
     system = make_system(product=saturating, enable_dump_debug=True)
     paths = _overflow(system, make_event, outputs=[np.array([65504.0, 1.0], np.float16)])
-    summary = json.loads(open(paths[2]).read())
+    summary = json.loads(Path(paths[2]).read_text())
     assert summary["overflows"][0]["outputs"][0]["saturated"] == 1
 
 
@@ -117,10 +118,10 @@ def test_summary_lists_every_overflow_and_the_first(make_system: Any, make_event
     paths = _overflow(system, make_event, op="second", step=1)
     json_path, txt_path = paths[2], paths[3]
     assert os.path.dirname(json_path) == system.config.dump_root
-    data = json.loads(open(json_path).read())
+    data = json.loads(Path(json_path).read_text())
     assert [o["op_name"] for o in data["overflows"]] == ["first", "second"]
     assert data["first_overflow"]["op_name"] == "first"
-    text = open(txt_path).read()
+    text = Path(txt_path).read_text()
     assert "first" in text and "+inf 1" in text
 
 

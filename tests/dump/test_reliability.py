@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import multiprocessing
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ def test_disk_full_stops_with_a_dump_error_and_keeps_earlier_files(
 ) -> None:
     system = make_system(enable_dump=True)
     (first,) = system.emit_dump(make_event(system, op="a", outputs=[np.ones(64, np.float32)]))[0]
-    before = open(first, "rb").read()
+    before = Path(first).read_bytes()
 
     def full(fd: int, data: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -33,7 +34,7 @@ def test_disk_full_stops_with_a_dump_error_and_keeps_earlier_files(
         system.emit_dump(make_event(system, op="b", outputs=[np.ones(64, np.float32)]))
     assert "free some space" in str(info.value) and info.value.path
     assert all_files(system.config.dump_root) == [first]
-    assert open(first, "rb").read() == before
+    assert Path(first).read_bytes() == before
 
 
 def test_disk_full_midway_leaves_no_partial_file(make_system: Any, make_event: Any,
@@ -157,7 +158,7 @@ def test_every_truncation_of_a_real_file_is_a_dump_error(make_system: Any, make_
     system = make_system(enable_dump=True, dump_mode="all")
     (path,) = system.emit_dump(make_event(system, inputs=[np.ones((2, 3), np.float16)],
                                           outputs=[np.arange(5, dtype=np.int64)]))[0]
-    blob = open(path, "rb").read()
+    blob = Path(path).read_bytes()
     cut = tmp_path / "cut"
     for length in range(len(blob)):
         cut.write_bytes(blob[:length])

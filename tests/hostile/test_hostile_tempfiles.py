@@ -119,6 +119,7 @@ def test_kill_9_mid_write_leaves_a_temp_file_the_next_run_removes(tmp_path: Path
     left = proc.stdout.readline().strip()
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    proc.stdout.close()
     assert os.path.exists(left)  # what a kill -9 leaves
     subprocess.run([sys.executable, "-c",
                     "import sys; from geplug.atomic import write_atomic; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,5 +21,5 @@ def test_missing_psutil_is_warned_about_not_faked(monkeypatch: pytest.MonkeyPatc
 
 def test_notice_says_host_sampling_was_not_requested(tmp_path) -> None:  # type: ignore[no-untyped-def]
     sampler = HostSampler((), (), 50, log=None)  # type: ignore[arg-type]
-    text = open(sampler.write_notice(str(tmp_path)), encoding="utf-8").read()
+    text = Path(sampler.write_notice(str(tmp_path))).read_text(encoding="utf-8")
     assert "not requested" in text and "collected at" not in text

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ def test_the_example_job_runs_all_16_ranks_with_exact_collectives(tmp_path, monk
     dirs = glob.glob("prof/*/PROF_*")
     assert len(dirs) == 16
     for d in dirs:
-        comm = json.load(open(os.path.join(d, "analyze", "communication.json")))
+        comm = json.loads(Path(d, "analyze", "communication.json").read_text())
         bw = comm["hcom_allReduce__grad_allreduce@hccl_world_group"][
             "Communication Bandwidth Info"]
         assert bw["RDMA"]["Transit Size(MB)"] > 0 and bw["HCCS"]["Transit Size(MB)"] > 0

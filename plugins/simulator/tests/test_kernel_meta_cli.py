@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import onnx
+import pytest
 from sim_helpers import any_product, make_system, overflow_model
 
 from geplug.cli.main import main
@@ -131,6 +132,7 @@ def test_kernel_meta_files_follow_each_products_declaration(tmp_path):
             assert written == expected, (product.name, level)
 
 
+@pytest.mark.filterwarnings("ignore::geplug.errors.ConfigWarning")  # op_debug_level: deprecated
 def test_debug_dir_holds_kernel_meta_through_initialize_system(tmp_path, monkeypatch):
     from geplug.cli.sim_cmds import open_system
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,8 +67,9 @@ def _open(product: str = "atlas_a2"):
 
 
 def _comm(prof_dir: str) -> tuple[int, dict]:
-    info = json.load(open(glob.glob(os.path.join(prof_dir, "device_*", "info.json.*"))[0]))
-    comm = json.load(open(os.path.join(prof_dir, "analyze", "communication.json")))
+    info_path = glob.glob(os.path.join(prof_dir, "device_*", "info.json.*"))[0]
+    info = json.loads(Path(info_path).read_text())
+    comm = json.loads(Path(prof_dir, "analyze", "communication.json").read_text())
     return info["rank_id"], comm
 
 
@@ -101,7 +103,7 @@ def test_8_ranks_write_8_prof_dirs_with_the_hccl_models_collective_time(job_dir)
         assert op["Communication Time Info"]["Elapse Time(ms)"] == pytest.approx(
             model.duration_us / 1000, abs=2e-6)
         assert op["Communication Bandwidth Info"]["HCCS"]["Transit Size(MB)"] > 0
-        matrix = json.load(open(os.path.join(d, "analyze", "communication_matrix.json")))
+        matrix = json.loads(Path(d, "analyze", "communication_matrix.json").read_text())
         pairs = matrix["hcom_allReduce__ar@hccl_world_group"]
         assert f"{rank}-{rank}" in pairs and len(pairs) == 8  # self link + 7 mesh peers
     assert seen == set(range(8))

@@ -10,7 +10,12 @@ from sim_helpers import f32, graph_model
 
 import geplug
 
-pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
+pytestmark = [
+    pytest.mark.geplug_requires_products("atlas_a2"),
+    # these tests use op_select_implmode / optypelist_for_implmode on purpose: the check's
+    # deprecation warnings (ConfigWarning) are expected, not the behaviour under test
+    pytest.mark.filterwarnings("ignore::geplug.errors.ConfigWarning"),
+]
 
 
 def _model() -> object:
