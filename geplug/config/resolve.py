@@ -219,10 +219,6 @@ def _device(p: _Pass) -> tuple[int, Any]:
     elif _int_env(p.env, "DEVICE_ID") is not None:
         device_id, dev_src = _int_env(p.env, "DEVICE_ID") or 0, Source.env("DEVICE_ID")
     p.sources["device_id"] = dev_src
-    if rank is not None:  # RankInfo.source: "rank table", "environment" or "default"
-        p.sources["rank"] = (Source.env("RANK_TABLE_FILE") if rank.source == "rank table"
-                             else Source.env("RANK_ID") if rank.source == "environment"
-                             else Source.BUILTIN_DEFAULT)
     return device_id, rank
 
 
