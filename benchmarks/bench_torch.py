@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         opt.zero_grad()
         return time.perf_counter() - t
 
+    cpu0 = time.process_time()
     compile_s = step(compiled, opt_c)  # first call: dynamo + AOTAutograd + geplug compile
+    compile_cpu = time.process_time() - cpu0
     for _ in range(2):
         step(compiled, opt_c)
         step(eager, opt_e)
@@ -121,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"compiled step {comp * 1e3:.2f} ms vs eager float32 {eag * 1e3:.2f} ms: "
           f"{comp / eag:.2f}x (target <= 3x) {verdict(comp / eag <= 3)}")
-    print(f"compile (first training step) {compile_s:.2f} s (target <= 10 s) "
-          f"{verdict(compile_s <= 10)}")
+    print(f"compile (first training step) {compile_s:.2f} s wall, {compile_cpu:.2f} s CPU of "
+          f"this process (target <= 10 s) {verdict(compile_s <= 10)}"
+          + ("" if compile_s <= 10 else " (wall time; on a loaded machine compare the CPU "
+             "time)"))
     print(f"profiled step (Level1, one collection, files written at stop excluded) "
           f"{pr * 1e3:.2f} ms vs "
           f"{pl * 1e3:.2f} ms: {pr / pl:.2f}x (target <= 1.10x) {verdict(pr / pl <= 1.10)}")
