@@ -90,6 +90,12 @@ class TrainingModel:
                      for op in self.graphs[phase].ops)
 
     @property
+    def memory_bytes(self) -> int:
+        """Device memory the model holds: the larger of its graphs' memory plans (the forward
+        plan keeps the activations saved for backward alive; the backward plan reads them)."""
+        return max((g.device.memory.total_bytes for g in self.graphs.values()), default=0)
+
+    @property
     def simulated_time_us(self) -> float:
         """Modelled device time of one iteration's graphs: each graph's span on the core's
         stream schedule (AI CPU tasks overlap the compute stream where dependencies allow)."""

@@ -95,7 +95,8 @@ class TorchRuntime:
         """Emit the GraphEvent of ``model`` (forward and backward ops) to every profiler."""
         for system in self.profile_systems():
             system.emit_profile(GraphEvent(run=self.run_info(model, -1, system),
-                                           ops=model.records()))
+                                           ops=model.records(),
+                                           memory_bytes=model.memory_bytes))
 
     # -- events ----------------------------------------------------------------------------
 

@@ -140,7 +140,8 @@ class StaticModel:
         self.closed = False
         if self.system.profiling_enabled:
             self.system.emit_profile(GraphEvent(
-                run=runtime.run_info(self._holder, -1), ops=self._holder.records()))
+                run=runtime.run_info(self._holder, -1), ops=self._holder.records(),
+                memory_bytes=self._holder.memory_bytes))
 
     # -- the contract ----------------------------------------------------------------------
 

@@ -145,3 +145,24 @@ def test_the_report_carries_the_core_memory_plan(a2_backend):
     params = sum(p.numel() * 4 for p in model.parameters())
     assert memory["weights_bytes"] >= params  # parameters are resident on the device
     assert memory["capacity_bytes"] > memory["total_bytes"] > 0
+
+
+def test_npu_mem_reports_the_hbm_the_training_graphs_memory_plans_hold(tmp_path):
+    import csv
+    import glob
+    import json
+    import os
+
+    options = {"output": str(tmp_path), "task_time": "l1", "sys_hardware_mem_freq": "100"}
+    cfg = {**KEEP, "profiling_mode": True, "profiling_options": json.dumps(options)}
+    be = geplug_torch.backend(product="atlas_a2", config=cfg)
+    train(torch.compile(GPT(layers=1), backend=be), 2)
+    be.shutdown()
+    (path,) = glob.glob(os.path.join(str(tmp_path), "PROF_*", "mindstudio_profiler_output",
+                                     "npu_mem_*.csv"))
+    with open(path, newline="") as f:
+        _header, *rows = list(csv.reader(f))
+    (model,) = be.models
+    plans = [g.device.memory.total_bytes for g in model.graphs.values()]
+    assert rows and model.memory_bytes == max(plans) > 0
+    assert all(float(r[3]) == pytest.approx(model.memory_bytes / 1024) for r in rows)
