@@ -106,20 +106,9 @@ def read_bytes(path: str, *, limit: int, what: str,
     than ``limit``. Reads at most ``limit + 1`` bytes, whatever the file claims.
     """
     shown = repr(escape_controls(path))
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise fail(f"{what} {shown} does not exist; check the path") from None
-    except OSError as exc:
-        raise fail(f"cannot read {what} {shown}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise fail(f"{what} {shown} is a directory, not a file; give the path of the file "
-                   "itself") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise fail(f"{what} {shown} is not a regular file (a device, FIFO or socket); give "
-                   "the path of a file") from None
-    if info.st_size > limit:
-        raise fail(f"{what} {shown} is {info.st_size} bytes; the limit is {limit} bytes "
+    size = open_regular(path, what=what, fail=fail)
+    if size > limit:
+        raise fail(f"{what} {shown} is {size} bytes; the limit is {limit} bytes "
                    "(docs/limits.md)")
     try:
         with open(path, "rb") as fh:
@@ -188,13 +177,15 @@ def open_regular(path: str, *, what: str, fail: Callable[[str], Exception]) -> i
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise fail(f"{what} {shown} does not exist") from None
+        raise fail(f"{what} {shown} does not exist; check the path") from None
     except OSError as exc:
         raise fail(f"cannot read {what} {shown}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
-        raise fail(f"{what} {shown} is a directory, not a file")
+        raise fail(f"{what} {shown} is a directory, not a file; give the path of the file "
+                   "itself")
     if not stat.S_ISREG(info.st_mode):
-        raise fail(f"{what} {shown} is not a regular file (a device, FIFO or socket)")
+        raise fail(f"{what} {shown} is not a regular file (a device, FIFO or socket); give "
+                   "the path of a file")
     return info.st_size
 
 

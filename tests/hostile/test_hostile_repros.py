@@ -153,6 +153,30 @@ def test_check_with_a_huge_rank_id_in_the_environment_table_exits_1(
     assert "rank_id" in out and "65535" in out
 
 
+@pytest.mark.requires_products("atlas_a3")
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"super_pod_list": 5}, "super_pod_list"),
+    ({"rank_id": "4000000000"}, "65535"),
+], ids=["super_pod_list-not-a-list", "rank_id-4e9"])
+def test_check_with_a_broken_v12_table_in_the_environment_exits_1(
+        tmp_path, cli, monkeypatch, change, expected) -> None:
+    table = _v10(change.get("rank_id", "0"))
+    table["version"] = "1.2"
+    if "super_pod_list" in change:
+        table["super_pod_list"] = change["super_pod_list"]
+    path = tmp_path / "rank_table.json"
+    path.write_text(json.dumps(table), encoding="utf-8")
+    monkeypatch.setenv("RANK_TABLE_FILE", str(path))
+    monkeypatch.setenv("RANK_ID", "0")
+    config = tmp_path / "session.toml"
+    config.write_text('precision_mode = "allow_fp32_to_fp16"\n', encoding="utf-8")
+    started = time.perf_counter()
+    code, out, err = cli("check", "--product", "atlas_a3", str(config))
+    assert time.perf_counter() - started < 30  # was: set(range(4000000001)), out of memory
+    assert code == 1
+    assert expected in out + err and "Traceback" not in out + err
+
+
 # -- inf / nan in profiling_options ------------------------------------------------------------
 
 
@@ -182,6 +206,16 @@ def test_a_non_finite_profiling_value_in_toml_exits_1(tmp_path, cli, card, liter
     code, out, _err = cli("check", "--product", card, str(path))
     assert code == 1
     assert "profiling_options.storage_limit" in out and "profiling_options.task_time" in out
+
+
+@pytest.mark.parametrize("text", ['{"storage_limit": Infinity}', '{"task_time": NaN}'])
+def test_a_non_finite_profiling_value_in_a_json_string_exits_1(tmp_path, cli, card,
+                                                               text) -> None:
+    path = tmp_path / "prof.toml"
+    path.write_text(f"profiling_mode = true\nprofiling_options = '{text}'\n", encoding="utf-8")
+    code, out, _err = cli("check", "--product", card, str(path))
+    assert code == 1
+    assert "profiling_options" in out and "a string" in out
 
 
 # -- ATC argv ----------------------------------------------------------------------------------
