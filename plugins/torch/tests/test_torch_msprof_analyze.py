@@ -76,8 +76,9 @@ def _tool():
 
 def _run(args, out):
     os.makedirs(out, exist_ok=True)
+    # cwd: advisor also writes operator_tuning_file_*.cfg into the working directory
     proc = subprocess.run([_tool(), *args, "-o", str(out)], capture_output=True, text=True,
-                          timeout=600, check=False)
+                          timeout=600, check=False, cwd=str(out))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (xlsx,) = glob.glob(os.path.join(str(out), "**", "*.xlsx"), recursive=True)
     return _xlsx(xlsx), proc.stdout + proc.stderr
