@@ -79,6 +79,19 @@ def unchanged(*paths: str | os.PathLike[str]) -> Iterator[None]:
     assert not changed, f"files the user wrote were changed or removed: {changed}"
 
 
+def profile_argv(command: str, prof: str, plot: str) -> list[str]:
+    """The ``geplug profile`` argv of ``command`` (summary, json, plot) for the directory
+    ``prof``; plot writes ``plot`` (summary instead where matplotlib is not installed)."""
+    if command == "plot":
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            command = "summary"
+    return {"summary": ["profile", "summary", prof],
+            "json": ["profile", "summary", prof, "--format", "json"],
+            "plot": ["profile", "plot", prof, "--out", plot]}[command]
+
+
 def scratch() -> tempfile.TemporaryDirectory[str]:
     """A fresh directory per example (hypothesis reruns a test body many times)."""
     return tempfile.TemporaryDirectory(prefix="geplug-fuzz-")

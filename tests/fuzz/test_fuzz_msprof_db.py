@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterator
 
 import pytest
-from fuzz_support import SLOW_EXAMPLES, count, mutate, run_cli, scratch, unchanged
+from fuzz_support import SLOW_EXAMPLES, count, mutate, profile_argv, run_cli, scratch, unchanged
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,15 +152,7 @@ def test_profile_commands_answer_on_a_damaged_database(
         for rel in sorted(chosen):
             if rel.endswith(".db") and data.draw(st.booleans()):
                 _damage(os.path.join(prof, rel), data)
-        argv = {"summary": ["profile", "summary", prof],
-                "json": ["profile", "summary", prof, "--format", "json"],
-                "plot": ["profile", "plot", prof, "--out", os.path.join(tmp, "plot.png")]
-                }[command]
-        if command == "plot":
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                argv = ["profile", "summary", prof]
+        argv = profile_argv(command, prof, os.path.join(tmp, "plot.png"))
         with unchanged(prof):
             run_cli(argv, names=(name, "op_summary", "msprof_", "matplotlib"))
         assert not [n for n in os.listdir(tmp) if ".tmp" in n]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from fuzz_support import count, mutate, run_cli, scratch, unchanged
+from fuzz_support import count, mutate, profile_argv, run_cli, scratch, unchanged
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,15 +43,7 @@ def test_profile_commands_answer_on_a_damaged_directory(data: st.DataObject,
                 continue
             with open(path, "wb") as fh:
                 fh.write(mutate(content, data.draw) if rel in victims else content)
-        argv = {"summary": ["profile", "summary", prof],
-                "json": ["profile", "summary", prof, "--format", "json"],
-                "plot": ["profile", "plot", prof, "--out", os.path.join(tmp, "plot.png")]
-                }[command]
-        if command == "plot":
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                argv = ["profile", "summary", prof]
+        argv = profile_argv(command, prof, os.path.join(tmp, "plot.png"))
         with unchanged(prof):
             run_cli(argv, names=(_RUN, "op_summary", "op_statistic", "step_trace",
                                  "matplotlib"))
