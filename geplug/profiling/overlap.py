@@ -29,7 +29,11 @@ def merge(intervals: np.ndarray) -> np.ndarray:
     """(n, 2) int64 intervals -> sorted, merged where they touch or overlap."""
     if not len(intervals):
         return intervals.reshape(0, 2)
-    iv = intervals[np.argsort(intervals[:, 0], kind="stable")]
+    starts, ends = intervals[:, 0], intervals[:, 1]
+    if bool(np.all(starts[1:] > ends[:-1])):
+        return intervals  # already sorted and disjoint (a stream's tasks): no copy
+    iv = intervals if bool(np.all(starts[1:] >= starts[:-1])) else \
+        intervals[np.argsort(starts, kind="stable")]
     ends = np.maximum.accumulate(iv[:, 1])
     new = np.ones(len(iv), dtype=bool)
     new[1:] = iv[1:, 0] > ends[:-1]

@@ -313,8 +313,9 @@ class TaskPass:
             for lo in range(0, len(chunk), SUB_CHUNK):
                 self._chunk(chunk[lo:lo + SUB_CHUNK])
         parts = self._compute_parts
-        self.compute = (overlap.merge(np.concatenate(parts)) if parts
-                        else np.zeros((0, 2), dtype=np.int64))
+        self.compute = (overlap.merge(parts[0] if len(parts) == 1 else np.concatenate(parts))
+                        if parts else np.zeros((0, 2), dtype=np.int64))
+        self._compute_parts = []
         self.count = self._gid
         if self._text:
             self.stats = self._agg.stats(self._infos, self.level)
