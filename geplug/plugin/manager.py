@@ -27,6 +27,7 @@ import pluggy
 
 from geplug import hookspecs
 from geplug.errors import CapabilityError, GeplugError, GeplugWarning, PluginConflictError
+from geplug.plugin import guard
 from geplug.plugin.guard import (
     install_interrupt_counter,
     interrupt_count,
@@ -518,8 +519,9 @@ class PluginManager:
             impls = self._implementations(hook_name)
         nargs = len(kwargs)
         check = _RESULT_CHECKS.get(hook_name)
-        before = interrupt_count()
-        with plugin_output():
+        before = guard._interrupts
+        guard.enter_plugin_output()  # (not a `with`: this loop runs once per op and task)
+        try:
             for function, argnames, plugin_name in impls:
                 try:
                     if len(argnames) == nargs:  # the usual case: it takes every argument
@@ -540,6 +542,8 @@ class PluginManager:
                         raise  # outside our policy, a real Ctrl-C, or geplug's own writer
                     self._flush_before_skip(plugin_name)
                     self._skip(record, _fault(hook_name, exc))
+        finally:
+            guard.exit_plugin_output()
         return results
 
     def call_first(
