@@ -4,7 +4,9 @@ An 8-rank ONNX AllReduce job (``geplug run --ranks 8``) and the analytic mode's 
 output of the same model: ``msprof-analyze cluster`` reads every rank's ``PROF_*`` (msprof
 DB route) and its cluster database carries the HCCL model's collective time (communication
 time recipe), the per-peer links (communication_matrix) and the rank count. Runs in the
-``realtools`` tox env; skipped elsewhere. docs/distributed.md "Artifacts per rank".
+``realtools`` tox env; skipped elsewhere. The 1,024-rank test runs with
+``GEPLUG_REALTOOLS_LARGE=1`` (it took 12 min on a 2-core machine at load average ~10),
+so CI stays small. docs/distributed.md "Artifacts per rank".
 """
 
 from __future__ import annotations
@@ -101,6 +103,9 @@ def test_cluster_communication_matrix_has_every_hccs_peer_link(eight):
     assert len({(int(s), int(d)) for s, d in pairs}) == 8 * 7
 
 
+@pytest.mark.skipif(os.environ.get("GEPLUG_REALTOOLS_LARGE") != "1",
+                    reason="1,024 ranks through cluster -m all take minutes: "
+                           "GEPLUG_REALTOOLS_LARGE=1 runs it")
 def test_analytic_1024_ranks_are_read_by_cluster_all(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     onnx.save(_model(1024), "ar.onnx")
