@@ -120,8 +120,6 @@ class PrecisionCaps:
     default_inference_v2: str = "fp16"
     torch_default: str = ""
     """torch_npu ACL_PRECISION_MODE default."""
-    mix_lowered_dtype_fp16: str = "float16"
-    """Dtype the allow_mix_precision(_fp16) policy lowers white-list ops to."""
 
 
 @attrs.frozen(kw_only=True)
