@@ -1,12 +1,13 @@
 """A plain DDP training script, as users run it with torchrun (used by test_torch_hccl_*).
 
-    torchrun --nproc_per_node 2 hccl_ddp_job.py BACKEND OUT [--profile]
+    torchrun --nproc_per_node 2 hccl_ddp_job.py BACKEND OUT [--profile] [--compile]
 
 Trains a small MLP for 3 steps with DistributedDataParallel on ``BACKEND`` (hccl or gloo),
 each rank on its own data, and saves every step's gradients to ``OUT/grads_<rank>.pt``;
 then all-reduces on a ``new_group`` of rank 0 alone (``OUT/subgroup.pt``).
 With ``--profile`` the steps run under geplug_torch.profiler (torch_npu's API), which
-writes ``OUT/prof/*_ascend_pt``. Nothing in it is geplug-specific but the profiler import.
+writes ``OUT/prof/*_ascend_pt``; with ``--compile`` the model runs through
+``torch.compile(backend=geplug_torch.backend(...))`` (its kernels on the simulated device).
 """
 
 from __future__ import annotations
@@ -19,13 +20,19 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 
-def main(backend: str, out: str, profile: bool) -> None:
+def main(backend: str, out: str, profile: bool, compiled: bool) -> None:
     dist.init_process_group(backend)
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
                                 torch.nn.Linear(64, 8))
-    ddp = DistributedDataParallel(model)
+    if compiled:  # the model on the simulated product through geplug's torch.compile backend
+        import geplug_torch
+
+        ddp = DistributedDataParallel(torch.compile(
+            model, backend=geplug_torch.backend(product=os.environ["GEPLUG_PRODUCT"])))
+    else:
+        ddp = DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     gen = torch.Generator().manual_seed(100 + rank)
     grads: list[list[torch.Tensor]] = []
@@ -59,4 +66,4 @@ def main(backend: str, out: str, profile: bool) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], "--profile" in sys.argv[3:])
+    main(sys.argv[1], sys.argv[2], "--profile" in sys.argv[3:], "--compile" in sys.argv[3:])

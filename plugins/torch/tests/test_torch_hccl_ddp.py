@@ -45,11 +45,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """One gloo run and one profiled hccl run of the script."""
     root = str(tmp_path_factory.mktemp("ddp"))
     dirs = {}
-    for backend, extra in (("gloo", ()), ("hccl", ("--profile",))):
-        out = os.path.join(root, backend)
+    for key, backend, extra in (("gloo", "gloo", ()), ("hccl", "hccl", ("--profile",)),
+                                ("compiled", "hccl", ("--profile", "--compile"))):
+        out = os.path.join(root, key)
         done = torchrun(out, backend, out, *extra)
         assert done.returncode == 0, done.stderr[-3000:]
-        dirs[backend] = out
+        dirs[key] = out
     return dirs
 
 
@@ -64,6 +65,31 @@ def test_ddp_on_hccl_trains_with_the_same_gradients_as_gloo(runs):
         assert len(hccl) == len(gloo) == 3
         for step_h, step_g in zip(hccl, gloo, strict=True):
             assert all(torch.equal(a, b) for a, b in zip(step_h, step_g, strict=True))
+
+
+def test_ddp_over_a_geplug_compiled_model_on_hccl_has_gloos_gradients(runs):
+    for rank in (0, 1):
+        hccl = torch.load(os.path.join(runs["compiled"], f"grads_{rank}.pt"))
+        gloo = torch.load(os.path.join(runs["gloo"], f"grads_{rank}.pt"))
+        for step_h, step_g in zip(hccl, gloo, strict=True):
+            assert all(torch.equal(a, b) for a, b in zip(step_h, step_g, strict=True))
+
+
+def test_allreduces_follow_the_backward_kernels_on_the_device_timeline(runs):
+    for d in _ascend_pt(runs["compiled"]):
+        with open(os.path.join(d, "ASCEND_PROFILER_OUTPUT", "trace_view.json")) as fh:
+            events = json.load(fh)
+        pids = {e["args"]["name"]: e["pid"] for e in events
+                if e.get("ph") == "M" and e.get("name") == "process_name"}
+        spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
+                 if e.get("ph") == "X" and e.get("pid") == pids["Ascend Hardware"]]
+        reduces = [float(e["ts"]) for e in events if e.get("ph") == "X"
+                   and e.get("pid") == pids["Communication"]
+                   and e["name"].startswith("hcom_allReduce__")]
+        assert len(reduces) == 3 and spans
+        for ts in reduces:
+            before = [end for start, end in spans if start < ts]
+            assert before and max(before) <= ts + 1e-3
 
 
 def test_a_new_group_sub_group_runs_its_collectives_on_hccl(runs):
