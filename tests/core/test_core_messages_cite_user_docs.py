@@ -1,23 +1,31 @@
 """Messages cite documentation a pip-installed user has, never the repository's reference
-sheets (``options.md``, ``formats.md``, ``hardware.md``) or their ``§`` sections.
+sheets (``shared/``: ``options.md``, ``formats.md``, ``hardware.md``) or their ``§`` sections.
 
 Every string literal of the installed packages that is not a docstring is a candidate message
 (errors, warnings, hints, reasons, help texts); docstrings and comments may cite the sheets,
 they are for developers. ``geplug describe`` and the CANN docs are what a user can look up.
+The same holds for the text of every installed product declaration (``description``, the
+``source`` of each figure) that ``geplug describe`` shows and ``geplug new-card`` copies into a
+vendor's file: it names the public source itself (vendor page, paper, document and URL).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 
 from geplug.cli.main import build_parser
+from geplug.products.scaffold import capabilities_text
+from geplug.testing.installed import installed_products
 
 ROOT = Path(__file__).resolve().parents[2]
-SHEET = re.compile(r"(options|formats|hardware)\.md|§")
+SHEET = re.compile(r"\bshared/|(options|formats|hardware)\.md|§")
 
 
 def _package_dirs() -> list[Path]:
@@ -98,3 +106,54 @@ def _subparsers() -> list[tuple[str, object]]:
 def test_no_help_text_cites_a_reference_sheet(name: str, parser: object) -> None:
     text = parser.format_help()  # type: ignore[attr-defined]
     assert not SHEET.search(text), f"{name} --help cites a reference sheet"
+
+
+def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string reachable from a product record, with its dotted path."""
+    if isinstance(value, str):
+        yield path, value
+    elif attrs.has(type(value)):
+        for field in attrs.fields(type(value)):
+            yield from _texts(getattr(value, field.name), f"{path}.{field.name}")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _texts(item, f"{path}.{key}")
+    elif isinstance(value, (tuple, list, frozenset, set)):
+        for index, item in enumerate(value):
+            yield from _texts(item, f"{path}[{index}]")
+
+
+_PRODUCTS = installed_products()
+
+
+@pytest.mark.parametrize("product", _PRODUCTS, ids=[p.name for p in _PRODUCTS])
+def test_no_source_or_description_of_a_product_declaration_cites_a_repository_file(
+        product: Any) -> None:
+    texts = [(path, text) for path, text in _texts(product, product.name)
+             if path.rsplit(".", 1)[-1] in ("source", "description")]
+    assert any(path.endswith(".compute.source") for path, _ in texts)  # the walk reaches them
+    found = [f"{path} = {text!r}" for path, text in texts
+             if SHEET.search(text)]
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("product", _PRODUCTS, ids=[p.name for p in _PRODUCTS])
+def test_new_card_template_cites_no_repository_file(product: Any) -> None:
+    text = capabilities_text("acme_b9", product)
+    found = [line for line in text.splitlines() if SHEET.search(line)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_declaration_scan_sees_a_sheet_in_a_figure_source() -> None:
+    @attrs.frozen
+    class Compute:
+        source: str
+
+    @attrs.frozen
+    class Card:
+        description: str
+        compute: Compute
+
+    card = Card("a card", Compute("shared/reference/hardware.md (Atlas A2)"))
+    hits = [path for path, text in _texts(card, "card") if SHEET.search(text)]
+    assert hits == ["card.compute.source"]
