@@ -58,7 +58,16 @@ def _config_arg(path: str | None) -> Any:
 
 def _decision_rows(compiled: Any) -> list[list[str]]:
     return [[d.node, d.onnx_op, d.op_type, d.engine, _task_type(compiled, d.node),
-             d.dtype or "-", d.impl_mode or "-", d.reason] for d in compiled.decisions]
+             d.dtype or "-", _impl_cell(d), d.reason] for d in compiled.decisions]
+
+
+def _impl_cell(decision: Any) -> str:
+    """The implementation mode and why, compactly: ``high_precision (op type listed)``; the
+    whole sentence is ``impl_reason`` in ``--format json``."""
+    if not decision.impl_mode:
+        return "-"
+    basis = getattr(decision, "impl_basis", "")
+    return f"{decision.impl_mode} ({basis})" if basis else decision.impl_mode
 
 
 def _task_type(compiled: Any, node: str) -> str:
@@ -107,7 +116,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                   f"{len(compiled.decisions)} ops, simulated device time "
                   f"{compiled.simulated_time_us:.1f} us per step")
             _print_table(_decision_rows(compiled), ["node", "onnx", "op_type", "engine",
-                                                    "task_type", "dtype", "impl_mode",
+                                                    "task_type", "dtype", "impl_mode (why)",
                                                     "reason"])
             if compiled.kernel_meta_files:
                 print(f"kernel_meta: {len(compiled.kernel_meta_files)} files in "

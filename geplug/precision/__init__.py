@@ -7,7 +7,7 @@ by :class:`NodeInfo` records; it never imports onnx, so ``geplug`` stays light.
 
 from __future__ import annotations
 
-from geplug.precision.implmode import choose_impl_mode
+from geplug.precision.implmode import ImplChoice, choose_impl, choose_impl_mode
 from geplug.precision.mixlist import list_state, load_modify_mixlist, normalize_overrides
 from geplug.precision.modes import PrecisionMode, effective_mode, mode_from_name
 from geplug.precision.select import (
@@ -20,10 +20,12 @@ from geplug.precision.select import (
 )
 
 __all__ = [
+    "ImplChoice",
     "NodeInfo",
     "OpDecision",
     "PrecisionMode",
     "Selection",
+    "choose_impl",
     "choose_impl_mode",
     "decide",
     "effective_mode",

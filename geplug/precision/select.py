@@ -22,7 +22,7 @@ import attrs
 
 from geplug.errors import CompileError
 from geplug.precision.chains import AI_CPU, BF16, F16, F32, Step, chain
-from geplug.precision.implmode import choose_impl_mode
+from geplug.precision.implmode import choose_impl
 from geplug.precision.mixlist import GREY, WHITE, list_state, normalize_overrides
 from geplug.precision.modes import PrecisionMode, effective_mode
 
@@ -87,6 +87,9 @@ class OpDecision:
     """The op runs in a lower precision than its original dtype."""
     tried: tuple[str, ...] = ()
     impl_reason: str = ""
+    """Why the op got ``impl_mode`` (a sentence)."""
+    impl_basis: str = ""
+    """That reason in a few words (``ImplChoice.basis``: ``default``, ``op type listed``, ...)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready mapping (``geplug compile --format json``)."""
@@ -201,12 +204,12 @@ def decide(
         preds = [p for p in info.predecessors if p in lowered_by_node]
         prev_lowered = bool(preds) and all(lowered_by_node[p] for p in preds)
         if info.original_dtype is None:
-            impl, impl_reason = choose_impl_mode(info.name, op, config)
+            impl = choose_impl(info.name, op, config)
             decisions.append(OpDecision(
                 node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=AI_CPU,
-                dtype="", impl_mode=impl, reason=f"{mode.label}: no numeric tensor (strings, "
+                dtype="", impl_mode=impl.mode, reason=f"{mode.label}: no numeric tensor (strings, "
                 "sequences, optionals): nothing to select, modelled on AI CPU (inferred)",
-                op_class=op.op_class, impl_reason=impl_reason,
+                op_class=op.op_class, impl_reason=impl.reason, impl_basis=impl.basis,
             ))
             lowered_by_node[info.name] = False
             continue
@@ -216,14 +219,14 @@ def decide(
         )
         lowered_by_node[info.name] = sel.lowered
         # the modes are told apart by the dtype the op computes in (seed 004)
-        impl, impl_reason = choose_impl_mode(info.name, op, config, sel.dtype)
+        impl = choose_impl(info.name, op, config, sel.dtype)
         decisions.append(OpDecision(
             node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=sel.engine,
-            dtype=sel.dtype, impl_mode=impl, reason=sel.reason,
+            dtype=sel.dtype, impl_mode=impl.mode, reason=sel.reason,
             original_dtype=info.original_dtype, output_dtype=sel.out_dtype,
             op_class=op.op_class, mix_list=state if mode.is_mixed else "",
             lowered=sel.lowered, tried=sel.tried,
-            impl_reason=impl_reason,
+            impl_reason=impl.reason, impl_basis=impl.basis,
         ))
     return decisions
 
