@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from geplug.dump.naming import READER_REGEX, dump_file_name, parse_dump_name, sanitize
@@ -21,6 +21,10 @@ def test_sanitize_replaces_unsafe_characters(raw: str, clean: str) -> None:
     assert sanitize(raw) == clean
 
 
+# Under machine load a single example can exceed Hypothesis' default 200 ms deadline and the
+# text strategy can trip the too_slow health check; neither says anything about naming, so
+# both are off and the property itself is unchanged.
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(min_size=0, max_size=40), st.text(min_size=0, max_size=40),
        st.integers(0, 2**31), st.integers(0, 2**16), st.integers(10**15, 10**16 - 1))
 def test_every_generated_name_matches_the_reader_regex(
