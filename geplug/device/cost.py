@@ -153,8 +153,53 @@ def _rnn(node: Node, graph: Graph, gates: int) -> NodeWork:
     return NodeWork(gemms=gemms, vector_flops=per_elem * seq * batch * dirs * hidden)
 
 
+_WORK_CACHE: dict[tuple[object, ...], NodeWork] = {}
+_WORK_CACHE_SIZE = 65536
+
+
+def _freeze(value: object) -> object:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _signature(node: Node, graph: Graph, op_class: str) -> tuple[object, ...] | None:
+    """What :func:`node_work` reads of ``node``: op type, source op, attributes, op class
+    and the shapes of its tensors ("" for an omitted input, ``None`` for an unknown tensor
+    or shape). ``None`` when an attribute cannot be hashed."""
+    tensors = graph.tensors
+    ins = tuple((tt.shape if (tt := tensors.get(t)) is not None else None) if t else ""
+                for t in node.inputs)
+    outs = tuple((tt.shape if (tt := tensors.get(t)) is not None else None) if t else ""
+                 for t in node.outputs)
+    at = tuple(sorted((k, _freeze(v)) for k, v in node.attrs.items())) if node.attrs else ()
+    key = (node.op_type, node.source_op, op_class, at, ins, outs)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
-    """The cube GEMMs and vector FLOPs of ``node`` from its tensors' shapes."""
+    """The cube GEMMs and vector FLOPs of ``node`` from its tensors' shapes.
+
+    The work is a pure function of :func:`_signature` (op type, attributes, tensor shapes),
+    so it is computed once per distinct signature: a 10,000-node model repeating a few layer
+    shapes costs a few hundred computations, not ten thousand (issue 10, compile speed).
+    """
+    key = _signature(node, graph, op_class)
+    if key is None:
+        return _node_work(node, graph, op_class)
+    work = _WORK_CACHE.get(key)
+    if work is None:
+        if len(_WORK_CACHE) >= _WORK_CACHE_SIZE:
+            _WORK_CACHE.clear()
+        work = _WORK_CACHE[key] = _node_work(node, graph, op_class)
+    return work
+
+
+def _node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
     unresolved = _unresolved(graph, [*node.inputs, *node.outputs])
     gates = _RNN_GATES.get(node.op_type)
     if gates is not None:

@@ -77,8 +77,18 @@ class OptimizedGraph:
     """View output -> the tensor whose memory it shares."""
     producer: Mapping[str, str] = attrs.field(repr=False, factory=dict)
     """Tensor -> the device node writing it."""
-    tasks: tuple[Task, ...] = ()
+    _tasks: tuple[Task, ...] | None = attrs.field(default=(), alias="tasks")
+    """The tasks (``None``: one per device node, built on first use; :func:`optimize`
+    defers them because :func:`fuse` usually replaces them at once)."""
     fusions: tuple[Fusion, ...] = ()
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        """The device tasks in topological order (one per device node until :func:`fuse`)."""
+        if self._tasks is None:
+            object.__setattr__(self, "_tasks", _unfused_tasks(self))
+        assert self._tasks is not None
+        return self._tasks
 
     def root(self, tensor: str) -> str:
         """The tensor ``tensor`` shares memory with (itself unless a view produced it)."""
@@ -158,8 +168,8 @@ def optimize(graph: Graph, caps: GraphCaps) -> OptimizedGraph:
     opt = OptimizedGraph(graph=graph, folded=tuple(folded), views=tuple(views),
                          eliminated=tuple(eliminated), device_nodes=tuple(device),
                          known=frozenset(known), alias=alias,
-                         producer=_producers(graph, set(device)))
-    return fuse(opt, caps, patterns=())
+                         producer=_producers(graph, set(device)), tasks=None)
+    return opt
 
 
 def patterns_of(caps: GraphCaps) -> dict[str, tuple[tuple[str, ...], ...]]:
@@ -192,12 +202,14 @@ def fuse(
     ``caps.fusion``; ``()`` = no fusion).
     """
     graph = opt.graph
-    nodes = {n.name: n for n in graph.nodes}
-    order = {name: i for i, name in enumerate(opt.device_nodes)}
     table = patterns_of(caps)
     if patterns is not None:
         wanted = tuple(patterns)
         table = {k: v for k, v in table.items() if k in wanted}
+    if not table:
+        return _unfused(opt)
+    nodes = {n.name: n for n in graph.nodes}
+    order = {name: i for i, name in enumerate(opt.device_nodes)}
     engines = engines or {}
     producer: dict[str, str] = {}
     consumers: dict[str, list[str]] = {}
@@ -256,6 +268,24 @@ def fuse(
     return attrs.evolve(opt, tasks=tuple(tasks), fusions=tuple(fusions))
 
 
+def _unfused(opt: OptimizedGraph) -> OptimizedGraph:
+    """Every device node its own task (no pattern to match)."""
+    return attrs.evolve(opt, tasks=None, fusions=())
+
+
+def _unfused_tasks(opt: OptimizedGraph) -> tuple[Task, ...]:
+    """One task per device node: one pass, no chain search."""
+    nodes = {n.name: n for n in opt.graph.nodes}
+    alias = opt.alias
+    tasks: list[Task] = []
+    for name in opt.device_nodes:
+        node = nodes[name]
+        ins = tuple(dict.fromkeys(alias.get(t, t) for t in node.inputs if t))
+        tasks.append(Task(name=node.name, op_type=node.op_type, members=(node.name,),
+                          inputs=ins, outputs=tuple(t for t in node.outputs if t)))
+    return tuple(tasks)
+
+
 def _match(
     start: str,
     steps: Sequence[tuple[str, ...]],
@@ -270,29 +300,37 @@ def _match(
     """The longest valid chain from ``start`` along ``steps`` (``[start]`` when none)."""
     ok = eligible  # a callable: node name -> may join a fusion
     assert callable(ok)
-    if nodes[start].op_type not in steps[0]:
+    sets = [frozenset(s) for s in steps]
+    if nodes[start].op_type not in sets[0]:
         return [start]
+    # per step: the steps the next member may match (a pure function of the step index)
+    options: list[tuple[int, ...]] = []
+    for step in range(len(steps)):
+        probe = step + 1 if "*" not in sets[step] else step
+        candidates = [probe] if probe < len(steps) else []
+        # optional steps may be skipped; a repeating step may also move on
+        if "*" in sets[step] and step + 1 < len(steps):
+            candidates.append(step + 1)
+        k = probe
+        while k < len(steps) and "?" in sets[k] and k + 1 < len(steps):
+            k += 1
+            candidates.append(k)
+        options.append(tuple(candidates))
     members = [start]
     inside = {start}  # the members as a set: membership tests stay O(1) on long chains
+    first = order[start]
     step = 0
     while True:
         cur = members[-1]
-        nexts = sorted({c for t in nodes[cur].outputs if t for c in consumers.get(t, ())
-                        if ok(c) and c not in inside}, key=order.__getitem__)
+        found = [c for t in nodes[cur].outputs if t for c in consumers.get(t, ())
+                 if c not in inside and ok(c)]
+        nexts = (sorted(set(found), key=order.__getitem__) if len(found) > 1 else found)
         chosen = None
-        probe = step + 1 if "*" not in steps[step] else step
-        candidates = [probe] if probe < len(steps) else []
-        # optional steps may be skipped; a repeating step may also move on
-        if "*" in steps[step] and step + 1 < len(steps):
-            candidates.append(step + 1)
-        k = probe
-        while k < len(steps) and "?" in steps[k] and k + 1 < len(steps):
-            k += 1
-            candidates.append(k)
-        for want in candidates:
+        for want in options[step]:
+            wanted = sets[want]
             for c in nexts:
-                if nodes[c].op_type in steps[want] and _inputs_ready(
-                        c, order[start], inside, nodes, order, producer, opt):
+                if nodes[c].op_type in wanted and _inputs_ready(
+                        c, first, inside, nodes, order, producer, opt):
                     chosen = (c, want)
                     break
             if chosen:
