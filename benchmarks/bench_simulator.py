@@ -165,10 +165,13 @@ def bench_networks() -> None:
         print(line)
 
 
-def bench_compile_10k() -> None:
-    """Compile of a 10,000-node model and the device model's share of it."""
+def bench_compile_10k(repeat: int = 3) -> None:
+    """Compile of a 10,000-node model and the device model's share of it, against a plain
+    onnxruntime session of the same model created in the same run (alternately, best of
+    ``repeat``): on a loaded machine the ratio, not the seconds, is the reading."""
     import geplug_simulator.runtime as rt
     from geplug_simulator import DEFAULT_PRODUCT
+    from geplug_simulator.runtime import default_threads, loadable_by_onnxruntime
 
     import geplug
 
@@ -183,20 +186,34 @@ def bench_compile_10k() -> None:
                 spent[0] += time.perf_counter() - t
         return wrapper
 
+    big = chain(10_000)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = default_threads()
+    plain_bytes = loadable_by_onnxruntime(big).SerializeToString()
+    runs: list[tuple[float, float]] = []
+    plains: list[float] = []
     originals = rt.optimize, rt.build_device_model
     rt.optimize, rt.build_device_model = timed(rt.optimize), timed(rt.build_device_model)  # type: ignore[assignment]
     try:
-        big = chain(10_000)
         with geplug.initialize_system(product=DEFAULT_PRODUCT) as system:
-            t0 = time.perf_counter()
-            system.compile(big)
-            total = time.perf_counter() - t0
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                ort.InferenceSession(plain_bytes, so, providers=["CPUExecutionProvider"])
+                plains.append(time.perf_counter() - t0)
+                spent[0] = 0.0
+                t0 = time.perf_counter()
+                system.compile(big)
+                runs.append((time.perf_counter() - t0, spent[0]))
     finally:
         rt.optimize, rt.build_device_model = originals
-    share = spent[0] / total
+    total, device = min(runs)
+    plain = min(plains)
+    share = device / total
     print(f"compile of a 10,000-node model: {total:.2f} s (target < 3 s) "
-          f"{'OK' if total < 3 else 'MISSED'}; device model {spent[0]:.3f} s = "
-          f"{share * 100:.1f}% of it (target <= 5%) {'OK' if share <= 0.05 else 'MISSED'}")
+          f"{'OK' if total < 3 else 'MISSED'} = {total / plain:.2f}x a plain onnxruntime "
+          f"session of the same model ({plain:.2f} s, created in the same run); device model "
+          f"{device:.3f} s = {share * 100:.1f}% of it (target <= 5%) "
+          f"{'OK' if share <= 0.05 else 'MISSED'}")
 
 
 def main() -> int:

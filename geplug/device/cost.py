@@ -262,8 +262,9 @@ def task_cost(
     """The cost of one task made of ``nodes`` (their ``works`` and compute ``dtypes``)."""
     c = product.compute
     overhead = c.task_overhead_us.get(issue_mode, c.launch_overhead_us)
-    flops = sum(w.cube_flops + w.vector_flops for w in works)
-    cube_flops = sum(w.cube_flops for w in works)
+    cubes = [w.cube_flops if w.gemms else 0.0 for w in works]
+    flops = sum(cf + w.vector_flops for cf, w in zip(cubes, works, strict=True))
+    cube_flops = sum(cubes)
     unresolved = any(w.unresolved for w in works)
     bw = c.memory_bandwidth_gbps * 1e9
     if engine == "AI_CPU":

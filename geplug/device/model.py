@@ -103,20 +103,25 @@ def _device_dtypes(graph: Graph, opt: OptimizedGraph, decisions: Mapping[str, An
     """The dtype each tensor is held in on the device (lowered weights and outputs)."""
     out: dict[str, str] = {}
     nodes = {n.name: n for n in graph.nodes}
+    tensors = graph.tensors
+    known = opt.known
     for name in opt.device_nodes:
         d = decisions.get(name)
         if d is None or not getattr(d, "dtype", ""):
             continue
-        node = nodes[name]
         orig = getattr(d, "original_dtype", "")
+        if orig not in _FLOATS:
+            continue
+        node = nodes[name]
         for t in node.outputs:
-            tt = graph.tensor(t)
-            if tt is not None and tt.dtype == orig and orig in _FLOATS:
+            tt = tensors.get(t) if t else None
+            if tt is not None and tt.dtype == orig:
                 out[t] = d.output_dtype or d.dtype
         for t in node.inputs:
-            tt = graph.tensor(t)
-            if tt is not None and t in opt.known and tt.dtype == orig and orig in _FLOATS:
-                out.setdefault(t, d.dtype)  # GE stores a lowered weight lowered
+            if t in known:
+                tt = tensors.get(t)
+                if tt is not None and tt.dtype == orig:
+                    out.setdefault(t, d.dtype)  # GE stores a lowered weight lowered
     return out
 
 

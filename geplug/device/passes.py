@@ -256,8 +256,8 @@ def fuse(
             for t in node.outputs:
                 if not t:
                     continue
-                if len(members) == 1 or t in graph_outputs or any(
-                        c not in inside for c in consumers.get(t, ())):
+                if len(members) == 1 or t in graph_outputs or not inside.issuperset(
+                        consumers.get(t, ())):
                     outs.append(t)
         first = nodes[members[0]]
         tasks.append(Task(name=task_name, op_type=first.op_type, members=tuple(members),
@@ -350,18 +350,19 @@ def _match(
 
 def _complete(steps: Sequence[tuple[str, ...]], types: list[str]) -> bool:
     """The matched types cover every non-optional step up to the last one matched."""
+    sets = [frozenset(s) for s in steps]  # membership in O(1): ELEMENTWISE has ~50 types
     i = 0
     for op_type in types:
-        while i < len(steps) and op_type not in steps[i]:
-            if "?" not in steps[i]:
+        while i < len(sets) and op_type not in sets[i]:
+            if "?" not in sets[i]:
                 return False
             i += 1
-        if i >= len(steps):
+        if i >= len(sets):
             return False
-        if "*" not in steps[i]:
+        if "*" not in sets[i]:
             i += 1
     # every step after the last one matched must be optional (or the repeating one)
-    return all("?" in step or "*" in step for step in steps[i:])
+    return all("?" in step or "*" in step for step in sets[i:])
 
 
 def _inputs_ready(candidate: str, start: int, inside: set[str], nodes: Mapping[str, Node],
@@ -387,6 +388,6 @@ def _closed(members: list[str], nodes: Mapping[str, Node],
         for t in nodes[m].outputs:
             if not t:
                 continue
-            if t in graph_outputs or any(c not in inside for c in consumers.get(t, ())):
+            if t in graph_outputs or not inside.issuperset(consumers.get(t, ())):
                 return False
     return True

@@ -22,7 +22,7 @@ import attrs
 
 from geplug.errors import CompileError
 from geplug.precision.chains import AI_CPU, BF16, F16, F32, Step, chain
-from geplug.precision.implmode import choose_impl
+from geplug.precision.implmode import ImplChoice, choose_impl
 from geplug.precision.mixlist import GREY, WHITE, list_state, normalize_overrides
 from geplug.precision.modes import PrecisionMode, effective_mode
 
@@ -198,9 +198,19 @@ def decide(
     lowered_by_node: dict[str, bool] = {}
     decisions: list[OpDecision] = []
     floats = product_float_dtypes(product)
+    # selection is pure in (op type, original dtype, grey-list input): decide each distinct
+    # case once, so a 10,000-node model costs a few selections (issue 10, compile speed)
+    by_type: dict[str, tuple[OpSupport, str]] = {}
+    selections: dict[tuple[str, str, bool], Selection] = {}
+    impls: dict[tuple[str, str], ImplChoice] = {}
+    by_node = config.impl_by_node
     for info in nodes:
-        op = product.op(info.op_type)
-        state = list_state(info.op_type, op.precision_reduce, overrides)
+        known = by_type.get(info.op_type)
+        if known is None:
+            op = product.op(info.op_type)
+            known = by_type[info.op_type] = (
+                op, list_state(info.op_type, op.precision_reduce, overrides))
+        op, state = known
         preds = [p for p in info.predecessors if p in lowered_by_node]
         prev_lowered = bool(preds) and all(lowered_by_node[p] for p in preds)
         if info.original_dtype is None:
@@ -213,13 +223,24 @@ def decide(
             ))
             lowered_by_node[info.name] = False
             continue
-        sel = select_dtype(
-            op, mode, info.original_dtype, node=info.name, product=product.name,
-            mix_state=state, prev_lowered=prev_lowered, product_floats=floats,
-        )
+        key = (info.op_type, info.original_dtype, prev_lowered)
+        sel = selections.get(key)
+        if sel is None:
+            sel = selections[key] = select_dtype(
+                op, mode, info.original_dtype, node=info.name, product=product.name,
+                mix_state=state, prev_lowered=prev_lowered, product_floats=floats,
+            )
         lowered_by_node[info.name] = sel.lowered
-        # the modes are told apart by the dtype the op computes in (seed 004)
-        impl = choose_impl(info.name, op, config, sel.dtype)
+        # the modes are told apart by the dtype the op computes in (seed 004); a node listed
+        # by name ([ByNodeName]) is decided on its own
+        if info.name in by_node:
+            impl = choose_impl(info.name, op, config, sel.dtype)
+        else:
+            ikey = (info.op_type, sel.dtype)
+            cached = impls.get(ikey)
+            if cached is None:
+                cached = impls[ikey] = choose_impl(info.name, op, config, sel.dtype)
+            impl = cached
         decisions.append(OpDecision(
             node=info.name, onnx_op=info.onnx_op, op_type=info.op_type, engine=sel.engine,
             dtype=sel.dtype, impl_mode=impl.mode, reason=sel.reason,

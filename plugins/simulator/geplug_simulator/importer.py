@@ -122,6 +122,8 @@ def _check_text(proto: onnx.ModelProto) -> None:
     that is not. protobuf hands a non-UTF-8 ``string`` of onnx.proto (proto2) back as
     ``bytes``, which every later step takes for text (and onnx's checker fails on when it
     quotes it); a model written by an exporter never has one: the file is damaged."""
+    if _text_clean(proto):
+        return
     from google.protobuf.descriptor import FieldDescriptor
 
     stack: list[tuple[Any, str]] = [(proto, "model")]
@@ -144,6 +146,36 @@ def _check_text(proto: onnx.ModelProto) -> None:
                 items = value if repeated else [value]
                 stack.extend((m, f"{where}[{i}]" if repeated else where)
                              for i, m in enumerate(items))
+
+
+def _text_clean(proto: onnx.ModelProto) -> bool:
+    """Whether every string field is text, checked the fast way: a graph's nodes (the bulk
+    of a large model) field by field, everything else by the generic walk. ``False`` only
+    says the generic walk of :func:`_check_text` must look (it names the field)."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    stack: list[Any] = [proto]
+    while stack:
+        message = stack.pop()
+        if isinstance(message, onnx.NodeProto):
+            for text in (message.name, message.op_type, message.domain, message.doc_string,
+                         getattr(message, "overload", ""), *message.input, *message.output):
+                if not isinstance(text, str):
+                    return False
+            stack.extend(message.attribute)
+            for extra in ("metadata_props", "device_configurations"):  # onnx >= 1.16 / 1.18
+                stack.extend(getattr(message, extra, ()))
+            continue
+        for field, value in message.ListFields():
+            repeated = getattr(field, "is_repeated", None)
+            if repeated is None:
+                repeated = field.label == FieldDescriptor.LABEL_REPEATED
+            if field.type == FieldDescriptor.TYPE_STRING:
+                if any(not isinstance(t, str) for t in (value if repeated else [value])):
+                    return False
+            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+                stack.extend(value if repeated else [value])
+    return True
 
 
 def _check_dims(graph: onnx.GraphProto) -> None:
