@@ -23,8 +23,10 @@ from geplug.config.locations import exception_dump_location
 from geplug.config.model import ProfilingOptions, SessionConfig
 from geplug.config.options import OPTION_ORDER
 from geplug.config.profiling_source import profiling_in_force
+from geplug.config.resolve_profiling import effective_profiling
 from geplug.config.resolved import ResolvedConfig, Source
 from geplug.config.text import digits
+from geplug.errors import ProfilingError
 from geplug.products.schema import Product
 
 __all__ = ["default_profiling_options", "resolve"]
@@ -76,7 +78,7 @@ def resolve(
     p = _Pass(config, product, env, os.path.abspath(os.getcwd() if cwd is None else cwd))
     run_mode = _run_mode(p)
     _precision(p, run_mode)
-    profiling_output = _profiling(p, run_mode)
+    profiling_output, profiling, profiling_error = _profiling(p, run_mode)
     dump_root = _dump(p)
     device_id, rank = _device(p)
     items, op_list, kernel_meta_dir = _op_debug(p)
@@ -93,6 +95,8 @@ def resolve(
         device_id=device_id,
         dump_root=dump_root,
         profiling_output=profiling_output,
+        profiling=profiling,
+        profiling_error=profiling_error,
         kernel_meta_dir=kernel_meta_dir,
         op_debug_items=items,
         op_debug_list=op_list,
@@ -148,8 +152,8 @@ def _precision(p: _Pass, run_mode: int) -> None:
         p.sources.pop("precision_mode_v2", None)
 
 
-def _profiling(p: _Pass, run_mode: int) -> str | None:
-    """Profiling in force and its output directory (§3.1, §14)."""
+def _profiling(p: _Pass, run_mode: int) -> tuple[str | None, Any, str | None]:
+    """Profiling in force, its output directory and its typed values (§3.1, §3.3, §14)."""
     # profiling (§3.1, §14): one rule with check (geplug.config.profiling_source)
     force = profiling_in_force(p.c, p.env)
     profiling_output = None
@@ -174,9 +178,18 @@ def _profiling(p: _Pass, run_mode: int) -> str | None:
         opts = attrs.evolve(opts, output=profiling_output)
         p.new["profiling_options"] = opts
         p.sources["profiling_output"] = out_src
-    elif p.c.profiling_options is not None:
+        try:
+            typed, typed_sources = effective_profiling(opts, p.product, profiling_output,
+                                                       opts_src, out_src)
+        except ProfilingError as exc:
+            p.sources["profiling_error"] = opts_src
+            return profiling_output, None, str(exc)
+        p.sources["profiling"] = opts_src
+        p.sources.update(typed_sources)
+        return profiling_output, typed, None
+    if p.c.profiling_options is not None:
         p.sources["profiling_options"] = Source.USER  # kept as written; not in force
-    return profiling_output
+    return profiling_output, None, None
 
 
 def _dump(p: _Pass) -> str | None:

@@ -83,6 +83,13 @@ class ResolvedConfig:
     These are the *final* lists of the op types the file names (the file's edits applied to
     the product's built-in lists by :func:`geplug.config.files.mixlist_state`), so every
     consumer (precision decisions, the unmatched-names check) sees one answer per op."""
+    profiling: Any = attrs.field(default=None)
+    """The typed profiling values the collectors act on
+    (:class:`~geplug.config.resolve_profiling.Effective`, defaults filled in, sources under
+    ``profiling.<field>``) when profiling is on; ``None`` when it is off."""
+    profiling_error: str | None = None
+    """Why the profiling options in force cannot be collected on this product (the checker
+    reports it first); the profiling plugin raises it instead of collecting."""
     rank: Any = attrs.field(default=None, eq=False, repr=False)
     """The :class:`~geplug.config.rank.RankInfo` read from the rank table and the environment
     (read once, here; ``None`` when it cannot be read: the check reports why)."""

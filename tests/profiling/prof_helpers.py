@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from geplug.config.model import ProfilingOptions, SessionConfig
-from geplug.config.resolved import ResolvedConfig
+from geplug.config.resolve import resolve
 from geplug.events import ApiCall, GraphEvent, OpRecord, RunInfo, StepEvent, TaskEvent
 from geplug.plugin import PluginManager
 from geplug.products import Product, build_product, read_declaration
@@ -113,12 +113,12 @@ def manager() -> Iterator[PluginManager]:
 def make_system(manager: PluginManager, out: Any, product: Product | None = None,
                 **options: str) -> System:
     """A System of ``product`` (default: :func:`card`) with profiling on and ``options`` as
-    profiling_options (output = ``out``)."""
+    profiling_options (output = ``out``), resolved by :func:`geplug.config.resolve` (with an
+    empty environment) as every real system is."""
     prod = product if product is not None else card()
     opts = ProfilingOptions(output=str(out), **options)
-    cfg = ResolvedConfig(product=prod.name,
-                         config=SessionConfig(profiling_mode=True, profiling_options=opts),
-                         profiling_output=str(out))
+    cfg = resolve(SessionConfig(profiling_mode=True, profiling_options=opts), prod, env={},
+                  cwd=str(out))
     return System(product=prod, config=cfg, manager=manager)
 
 
