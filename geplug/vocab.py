@@ -70,6 +70,11 @@ DUMP_MODES = ("input", "output", "all")
 """dump_mode values (options.md §4.4)."""
 DUMP_DEBUG_MODES = ("aicore_overflow", "atomic_overflow", "all")
 """dump_debug_mode values (options.md §4.6)."""
+OP_COMPILER_CACHE_MODES = ("enable", "disable", "force")
+"""op_compiler_cache_mode values (CANN ATC docs, --op_compiler_cache_mode; GE's
+``ge.op_compiler_cache_mode``: "disable", "enable" or "force", default disable)."""
+OP_COMPILER_CACHE_DIR_DEFAULT = "$HOME/atc_data"
+"""op_compiler_cache_dir's documented default (CANN ATC docs, --op_compiler_cache_dir)."""
 
 PROFILING_KEY_KINDS: Mapping[str, str] = MappingProxyType({
     "output": "path",

@@ -109,6 +109,10 @@ class SessionConfig:
     op_precision_mode: str | None = None
     # target (§10)
     soc_version: str | None = None
+    # AI Cores to use and the operator compile cache (§16)
+    aicore_num: int | None = None
+    op_compiler_cache_mode: str | None = None
+    op_compiler_cache_dir: str | None = None
     # the seed's example session sets it (options.md §15.1); carried, never checked
     use_off_line: bool | None = None
 

@@ -96,6 +96,14 @@ _SPECS = (
        atc="op_precision_mode", section="§9.3", levels=_GS),
     _o("soc_version", "str", "s", ("ge.socVersion", "soc_version"), atc="soc_version",
        section="§10"),
+    _o("aicore_num", "int", "s", ("ge.aicoreNum", "aicore_num"), torch="ACL_AICORE_NUM",
+       section="CANN ATC/GE docs"),
+    _o("op_compiler_cache_mode", "str", "s",
+       ("ge.op_compiler_cache_mode", "op_compiler_cache_mode"), atc="op_compiler_cache_mode",
+       torch="ACL_OP_COMPILER_CACHE_MODE", section="CANN ATC/GE docs"),
+    _o("op_compiler_cache_dir", "str", "s",
+       ("ge.op_compiler_cache_dir", "op_compiler_cache_dir"), atc="op_compiler_cache_dir",
+       torch="ACL_OP_COMPILER_CACHE_DIR", section="CANN ATC/GE docs"),
     _o("use_off_line", "bool", "b", (), section="§15.1"),
 )
 
@@ -112,18 +120,18 @@ TF_ALIASES: dict[str, str] = {"soc_config": "soc_version"}
 
 TORCH_KEY_TO_OPTION: dict[str, str] = {s.torch_key: s.name for s in _SPECS if s.torch_key}
 
-TORCH_CARRIED_KEYS = frozenset({"ACL_AICORE_NUM", "ACL_OP_COMPILER_CACHE_MODE",
-                                "ACL_OP_COMPILER_CACHE_DIR"})
-"""torch_npu ``set_option`` keys that exist but are not session options geplug models (core
-count limits, the operator compile cache): read with a warning, never an error."""
+TORCH_CARRIED_KEYS: frozenset[str] = frozenset()
+"""torch_npu ``set_option`` keys that exist but are not session options geplug models: read
+with a warning, never an error. Empty since ACL_AICORE_NUM and the compile-cache keys became
+options (aicore_num, op_compiler_cache_mode, op_compiler_cache_dir)."""
 
 ATC_IGNORED_FLAGS = frozenset({
     "model", "weight", "framework", "output", "input_shape", "input_format", "out_nodes",
     "log", "mode", "singleop", "insert_op_conf", "output_type", "input_fp16_nodes",
     "dynamic_batch_size", "dynamic_image_size", "dynamic_dims", "host_env_os", "host_env_cpu",
     "keep_dtype", "customize_dtypes", "allow_hf32", "fusion_switch_file", "enable_small_channel",
-    "buffer_optimize", "compression_optimize_conf", "op_compiler_cache_mode",
-    "op_compiler_cache_dir", "input_shape_range", "is_input_adjust_hw_layout",
+    "buffer_optimize", "compression_optimize_conf", "input_shape_range",
+    "is_input_adjust_hw_layout",
     "is_output_adjust_hw_layout", "status_check", "dump_mode", "json", "om",
 })
 """ATC flags that are not session options: accepted by the ATC reader and left aside."""

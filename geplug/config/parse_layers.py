@@ -241,8 +241,7 @@ def parse_torch_options(options: Any) -> Parsed:
         if name is None and key in TORCH_CARRIED_KEYS:
             problems.append(Problem(
                 option=str(key), value=short(raw), severity="warning",
-                message="a torch_npu option geplug does not model (AI Core count or the "
-                        "operator compile cache); accepted and left aside",
+                message="a torch_npu option geplug does not model; accepted and left aside",
                 hint="keep it for torch_npu; it changes nothing in geplug's checks"))
             continue
         if name is None:
@@ -251,7 +250,15 @@ def parse_torch_options(options: Any) -> Parsed:
         if not isinstance(raw, str):
             problems.append(type_problem(key, raw, "a string", hint=f'write "{raw}"'))
             continue
-        if OPTIONS[name].kind == "int":
+        if OPTIONS[name].kind == "int" and name != "op_debug_level":
+            if not (raw.strip().isdigit() and len(raw.strip()) < 12):
+                problems.append(Problem(
+                    option=key, value=short(raw), severity="error",
+                    message=f"value of {key} should be a positive integer as text but got "
+                            f"{short(raw)}", hint=f'e.g. {{"{key}": "8"}}'))
+                continue
+            values[name] = int(raw.strip())
+        elif OPTIONS[name].kind == "int":
             if raw not in ("0", "1", "2", "3", "4"):  # vocab: not op_debug_level, GE's int
                 problems.append(Problem(
                     option=key, value=raw, severity="error",

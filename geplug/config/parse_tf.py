@@ -26,7 +26,7 @@ TF_IGNORED = frozenset({
     "variable_format_optimize", "hcom_parallel", "enable_data_pre_proc", "session_device_id",
     "local_rank_id", "local_device_list", "customize_dtypes", "keep_dtype", "input_shape",
     "dynamic_input", "dynamic_graph_execute_mode", "graph_memory_max_size",
-    "variable_memory_max_size", "op_compiler_cache_mode", "op_compiler_cache_dir",
+    "variable_memory_max_size",
     "allow_hf32", "fusion_switch_file", "buffer_optimize", "hcom_multi_mode",
 })
 """TF ``parameter_map`` options that exist but are not modelled: a warning, not an error."""
@@ -80,6 +80,15 @@ def parse_tf_parameter_map(parameter_map: Any) -> Parsed:
                     values[key] = opts
                 continue
             if value == "":
+                continue
+            if spec.kind == "int":  # aicore_num: GE takes it as decimal text (.s)
+                text = value.strip()
+                if not (text.isdigit() and len(text) < 12):
+                    problems.append(type_problem(path, value, "decimal integer text",
+                                                 hint=f'e.g. parameter_map["{raw_key}"].s = '
+                                                      'tf.compat.as_bytes("8")'))
+                    continue
+                values[key] = int(text)
                 continue
             if check_str(key, value, problems):
                 values[key] = value

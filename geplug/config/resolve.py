@@ -85,6 +85,7 @@ def resolve(
     exc_level, exception_dir, exception_path = _exception_dump(p, device_id)
     by_type, by_node, impl_default = _implmode(p)
     mixlist = _mixlist(p)
+    _compile_cache(p)
     p.fill("soc_version", default_soc(p.product, soc), Source.PRODUCT_DEFAULT)
     effective = attrs.evolve(p.c, **p.new)
     return ResolvedConfig(
@@ -266,6 +267,22 @@ def _op_debug(p: _Pass) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
         kernel_meta_dir = os.path.abspath(os.path.join(base, "kernel_meta"))
         p.sources["kernel_meta_dir"] = km_src
     return items, op_list, kernel_meta_dir
+
+
+def _compile_cache(p: _Pass) -> None:
+    """AI Cores in use (the product's ``compute.ai_cores`` unless aicore_num is set) and the
+    operator compile cache: mode ``disable`` (CANN ATC/GE docs; torch_npu's own default is
+    ``enable``, its ACL_OP_COMPILER_CACHE_MODE docs), directory ``ASCEND_CACHE_PATH`` else
+    ``$HOME/atc_data`` (ATC docs: --op_compiler_cache_dir > ASCEND_CACHE_PATH > default)."""
+    p.fill("aicore_num", p.product.compute.ai_cores, Source.PRODUCT_DEFAULT)
+    p.fill("op_compiler_cache_mode", "enable" if p.c.front_end == "torch" else "disable",
+           Source.BUILTIN_DEFAULT)
+    if p.env.get("ASCEND_CACHE_PATH"):
+        p.fill("op_compiler_cache_dir", os.path.join(p.cwd, p.env["ASCEND_CACHE_PATH"]),
+               Source.env("ASCEND_CACHE_PATH"))
+    else:
+        home = p.env.get("HOME") or os.path.expanduser("~")
+        p.fill("op_compiler_cache_dir", os.path.join(home, "atc_data"), Source.BUILTIN_DEFAULT)
 
 
 def _exception_dump(p: _Pass, device_id: int) -> tuple[int, str | None, str | None]:

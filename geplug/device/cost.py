@@ -29,7 +29,8 @@ import attrs
 from geplug.device.ir import Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
 
-__all__ = ["ISSUE_MODES", "NodeWork", "TaskCost", "cube_time_us", "node_work", "task_cost"]
+__all__ = ["ISSUE_MODES", "NodeWork", "TaskCost", "cube_time_us", "node_work", "task_cost",
+           "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
 """How tasks reach the device: a sunk graph, or one host launch per op."""
@@ -223,6 +224,27 @@ def _node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
     else:
         flops = float(max(out_n, in_n))
     return NodeWork(vector_flops=flops, unresolved=unresolved)
+
+
+def with_ai_cores(product: Product, aicore_num: int | None) -> Product:
+    """``product`` limited to ``aicore_num`` AI Cores (the ``aicore_num`` session option).
+
+    Each core keeps its declared rate, so the peak throughputs (``cube_tflops``,
+    ``vector_tflops``) and the vector cores shrink in proportion; memory bandwidth is shared
+    HBM and stays. ``None`` or a count outside ``[1, ai_cores)`` (checked by the config
+    rules) leaves the product as declared.
+    """
+    c = product.compute
+    if aicore_num is None or not 1 <= aicore_num < c.ai_cores:
+        return product
+    share = aicore_num / c.ai_cores
+    vector_cores = max(1, round(c.vector_cores * share)) if c.vector_cores else 0
+    limited = attrs.evolve(
+        c, ai_cores=aicore_num, vector_cores=vector_cores,
+        cube_tflops={k: v * share for k, v in c.cube_tflops.items()},
+        vector_tflops={k: v * vector_cores / c.vector_cores if c.vector_cores else v * share
+                       for k, v in c.vector_tflops.items()})
+    return attrs.evolve(product, compute=limited)
 
 
 def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str) -> tuple[float, int]:

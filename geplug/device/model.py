@@ -19,7 +19,14 @@ from typing import Any
 
 import attrs
 
-from geplug.device.cost import ISSUE_MODES, NodeWork, TaskCost, node_work, task_cost
+from geplug.device.cost import (
+    ISSUE_MODES,
+    NodeWork,
+    TaskCost,
+    node_work,
+    task_cost,
+    with_ai_cores,
+)
 from geplug.device.ir import Graph, dtype_bytes, numel
 from geplug.device.memory import MemoryPlan, check_fits, plan_memory
 from geplug.device.passes import OptimizedGraph, Task, fuse
@@ -135,12 +142,16 @@ def build_device_model(
     fusion: bool = True,
     check_memory: bool = True,
     model_name: str = "",
+    aicore_num: int | None = None,
 ) -> DeviceModel:
     """Fuse, cost, schedule and memory-plan ``opt`` on ``product`` (module docstring).
 
     Raises :class:`~geplug.device.memory.DeviceMemoryError` when ``check_memory`` and the
     plan exceeds the SoC's HBM; :class:`CompileError` for an unknown ``issue_mode``.
+    ``aicore_num`` (the session option): the AI Cores the tasks may use, fewer than the
+    product declares making compute-bound tasks slower (:func:`with_ai_cores`).
     """
+    product = with_ai_cores(product, aicore_num)
     if issue_mode not in ISSUE_MODES:
         raise CompileError(f"issue_mode {issue_mode!r} is not one of {list(ISSUE_MODES)}; "
                            "use 'graph' (sunk graph) or 'single_op' (host launch per op)")

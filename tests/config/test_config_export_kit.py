@@ -23,10 +23,13 @@ def test_torch_export_carries_op_debug_config_as_acl_op_debug_option() -> None:
     assert '"ACL_OP_DEBUG_OPTION": "/cfg/debug.cfg"' in text
 
 
-@pytest.mark.parametrize("key", ["ACL_AICORE_NUM", "ACL_OP_COMPILER_CACHE_MODE",
-                                 "ACL_OP_COMPILER_CACHE_DIR", "ACL_OP_DEBUG_OPTION"])
-def test_torch_reader_accepts_every_key_torch_npu_names(key: str) -> None:
-    config, problems = parse_torch_options({key: "x", "ACL_PRECISION_MODE": "allow_fp32_to_fp16"})
+@pytest.mark.parametrize("key,value", [("ACL_AICORE_NUM", "8"),
+                                       ("ACL_OP_COMPILER_CACHE_MODE", "enable"),
+                                       ("ACL_OP_COMPILER_CACHE_DIR", "x"),
+                                       ("ACL_OP_DEBUG_OPTION", "x")])
+def test_torch_reader_accepts_every_key_torch_npu_names(key: str, value: str) -> None:
+    config, problems = parse_torch_options({key: value,
+                                            "ACL_PRECISION_MODE": "allow_fp32_to_fp16"})
     assert not [p for p in problems if p.severity == "error"], problems
     assert config.precision_mode == "allow_fp32_to_fp16"
 

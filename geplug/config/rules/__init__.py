@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from geplug.config.rules import debug, dump, environment, implmode, precision, profiling
+from geplug.config.rules import (
+    compile_cache,
+    debug,
+    dump,
+    environment,
+    implmode,
+    precision,
+    profiling,
+)
 from geplug.config.rules.base import Ctx
 
 __all__ = ["RULES", "Ctx", "Rule"]
@@ -24,6 +32,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("debug", debug.check_debug),
     ("exception_dump", dump.check_exception_dump),
     ("implmode", implmode.check_implmode),
+    ("compile_cache", compile_cache.check_compile_cache),
     ("soc_version", environment.check_soc),
     ("environment", environment.check_environment),
     ("initialize_system", environment.check_initialize_system),

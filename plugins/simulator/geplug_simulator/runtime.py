@@ -344,6 +344,7 @@ class SimRuntime:
             opt, system.product, {d.node: d for d in decisions}, issue_mode="graph",
             soc_version=system.config.config.soc_version or "", check_memory=check_memory,
             model_name=imported.name, fusion=fusion,
+            aicore_num=system.config.config.aicore_num,
         )
 
     def _tasks(

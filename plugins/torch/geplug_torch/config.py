@@ -61,7 +61,7 @@ def _from_compiler_config(obj: Any) -> dict[str, Any]:
 
 def _from_torch_options(options: dict[str, Any]) -> SessionConfig:
     """torch_npu ``set_option`` keys: every error at once (ConfigError); each warning -
-    e.g. a key geplug accepts but does not model, ``ACL_AICORE_NUM`` - as a ConfigWarning."""
+    e.g. a deprecated key such as ``ACL_OP_SELECT_IMPL_MODE`` - as a ConfigWarning."""
     import warnings
 
     from geplug.config.parse import parse_torch_options

@@ -164,7 +164,8 @@ def compile_graph(
         device = build_device_model(
             opt, product, by_node, issue_mode="graph", fusion=fusion,
             soc_version=system.config.config.soc_version or "",
-            model_name=f"{graph_name} ({phase})")
+            model_name=f"{graph_name} ({phase})",
+            aicore_num=system.config.config.aicore_num)
     except CompileError as exc:
         raise CompileError(f"{exc} (graph {graph_name!r}, {phase})", node=exc.node,
                            details={**exc.details, "graph": graph_name}) from None

@@ -78,17 +78,23 @@ def test_named_fp_and_bp_points_set_the_training_trace(tmp_path):
     assert all(float(r["FP to BP Time(us)"]) > 0 for r in rows)
 
 
-@pytest.mark.parametrize("key,value", [("ACL_AICORE_NUM", "8"),
-                                       ("ACL_OP_COMPILER_CACHE_MODE", "enable"),
-                                       ("ACL_OP_COMPILER_CACHE_DIR", "/tmp/cache")])
-def test_torch_npu_keys_geplug_does_not_model_are_accepted_with_a_warning(key, value):
-    from geplug.errors import ConfigWarning
+@pytest.mark.parametrize("key,option,value", [
+    ("ACL_AICORE_NUM", "aicore_num", "8"),
+    ("ACL_OP_COMPILER_CACHE_MODE", "op_compiler_cache_mode", "force"),
+    ("ACL_OP_COMPILER_CACHE_DIR", "op_compiler_cache_dir", "/tmp/cache")])
+def test_torch_npu_compile_keys_are_read_without_warning_and_exported_back(key, option, value):
+    import warnings
 
-    with pytest.warns(ConfigWarning, match=key):
+    from geplug.config.export import export
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         be = geplug_torch.backend(product="atlas_a2",
                                   config={key: value, "ACL_PRECISION_MODE": "allow_fp32_to_fp16"})
     try:
-        assert be.system.config.config.precision_mode == "allow_fp32_to_fp16"
+        config = be.system.config.config
+        assert str(getattr(config, option)) == value
+        assert f'"{key}": "{value}"' in export(config, be.system.product, "torch_npu")
     finally:
         be.shutdown()
 
