@@ -207,6 +207,8 @@ def effective_profiling(opts: ProfilingOptions, product: Product, output_root: s
         else Source.BUILTIN_DEFAULT
     src["profiling.aic_group"] = options_source if opts.aic_metrics is not None else \
         Source.PRODUCT_DEFAULT
+    src["profiling.aic_custom"] = src["profiling.aic_group"]
+    src["profiling.aiv_custom"] = src["profiling.aiv_group"]
     given("host_sys_usage_freq", "host_freq", Source.PRODUCT_DEFAULT)
     src["profiling.instr_profiling_freq"] = options_source if opts.instr_profiling_freq else \
         Source.PRODUCT_DEFAULT if _switch(opts.instr_profiling) else Source.BUILTIN_DEFAULT

@@ -46,11 +46,13 @@ class SystemDumpState:
         product = system.product
         self.system_id = system.id
         self.layer = dump_layer_names(cfg.dump_layer)
-        self.mode = cfg.dump_mode or "output"
+        # every value is the resolved one (geplug.config.resolve fills the defaults); this
+        # class derives none of its own
+        self.mode = str(cfg.dump_mode)
         self.stats_only = cfg.dump_data == "stats"
-        self.debug_mode = cfg.dump_debug_mode or "all"
+        self.debug_mode = str(cfg.dump_debug_mode)
         self.saturation = product.dump.overflow_mode == "saturation"
-        root = resolved.dump_root or cfg.dump_path
+        root = resolved.dump_root
         self.layout: Any = None
         self.data: DataDumpWriter | None = None
         self.overflow: OverflowWriter | None = None
@@ -61,15 +63,9 @@ class SystemDumpState:
             self.overflow = OverflowWriter(self.layout, self.data, product=product.name)
             self.stats = StatsWriter(self.layout)
         self.exception = ExceptionDumpWriter()
-        # level and directory come from resolution (geplug.config.locations, formats.md §4);
-        # a hand-built ResolvedConfig without a directory gets the same rule from the process
-        level, directory = resolved.exception_dump_level, resolved.exception_dump_dir
-        if level and directory is None:
-            from geplug.config.locations import exception_dump_location
-
-            directory = exception_dump_location(level, os.environ, resolved.device_id).directory
-        self.exception_level = level
-        self.exception_dir = directory
+        # level and directory come from resolution (geplug.config.locations, formats.md §4)
+        self.exception_level = resolved.exception_dump_level
+        self.exception_dir = resolved.exception_dump_dir
         self.ops_ran: dict[str, None] = {}
         """Ops (and Data ops) seen on dump steps, in order, tracked when dump_layer is set."""
         self.models_ran: dict[str, None] = {}

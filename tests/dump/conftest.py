@@ -5,6 +5,7 @@ No fixture needs an installed product plugin (see ``dump_helpers.sample_product`
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from dump_helpers import dump_event, sample_product, tensor
 
 from geplug.config.model import SessionConfig
-from geplug.config.resolved import ResolvedConfig
+from geplug.config.resolve import resolve
 from geplug.events import DumpEvent
 from geplug.plugin import PluginManager
 from geplug.products.schema import Product
@@ -48,19 +49,35 @@ def make_system(
     manager: PluginManager, plain_product: Product, tmp_path: Any
 ) -> Iterator[MakeSystem]:
     """``make_system(product=None, resolved=dict(...), **options)`` -> a System dumping under
-    ``tmp_path / "dump"``; every system made is shut down after the test."""
+    ``tmp_path / "dump"``; every system made is shut down after the test.
+
+    The configuration goes through :func:`geplug.config.resolve` (``env``, default the
+    process environment; cwd ``tmp_path``), as every real system's does, so the dump plugin
+    sees resolved values only.
+    ``resolved`` names the resolved value a test needs and is turned into the input that
+    yields it: ``dump_root`` -> dump_path, ``device_id`` -> ASCEND_DEVICE_ID,
+    ``exception_dump_level`` -> enable_exception_dump (default 0 here: no exception dump
+    unless asked), ``exception_dump_dir`` -> checked against what resolve() derives."""
     made: list[System] = []
 
     def make(product: Product | None = None, resolved: dict[str, Any] | None = None,
-             **options: Any) -> System:
+             env: dict[str, str] | None = None, **options: Any) -> System:
         root = tmp_path / "dump"
         root.mkdir(exist_ok=True)
         options.setdefault("dump_path", str(root))
-        cfg = SessionConfig(**options)
         extra = dict(resolved or {})
-        extra.setdefault("dump_root", str(root))
+        env = dict(os.environ if env is None else env)
+        if "dump_root" in extra:
+            options["dump_path"] = extra.pop("dump_root")
+        if "device_id" in extra:
+            env["ASCEND_DEVICE_ID"] = str(extra.pop("device_id"))
+        options.setdefault("enable_exception_dump", extra.pop("exception_dump_level", 0))
+        want_dir = extra.pop("exception_dump_dir", None)
+        if extra:
+            raise TypeError(f"make_system: no resolve() input yields {sorted(extra)}")
         prod = product or plain_product
-        rc = ResolvedConfig(product=prod.name, config=cfg, **extra)
+        rc = resolve(SessionConfig(**options), prod, env=env, cwd=str(tmp_path))
+        assert want_dir is None or rc.exception_dump_dir in (None, want_dir), rc.exception_dump_dir
         system = System(product=prod, config=rc, manager=manager)
         made.append(system)
         return system

@@ -104,7 +104,7 @@ def test_dynamic_shape_with_exception_dump_1_gets_no_data_dump(make_system: Any,
                                                                make_event: Any,
                                                                tmp_path: Any) -> None:
     system = make_system(enable_dump=True, resolved={
-        "exception_dump_level": 1, "exception_dump_dir": str(tmp_path / "exc")})
+        "exception_dump_level": 1})
     assert system.emit_dump(make_event(system, outputs=[Y], dynamic_shape=True)) == []
     assert len(system.emit_dump(make_event(system, outputs=[Y], dynamic_shape=False))) == 1
 
@@ -113,7 +113,7 @@ def test_dynamic_shape_with_exception_dump_2_keeps_the_data_dump(make_system: An
                                                                  make_event: Any,
                                                                  tmp_path: Any) -> None:
     system = make_system(enable_dump=True, resolved={
-        "exception_dump_level": 2, "exception_dump_dir": str(tmp_path / "exc")})
+        "exception_dump_level": 2})
     (paths,) = system.emit_dump(make_event(system, outputs=[Y], dynamic_shape=True))
     assert len(paths) == 1
 
@@ -137,7 +137,7 @@ def test_one_time_directory_per_system(make_system: Any, make_event: Any) -> Non
 def test_nothing_is_written_when_dumping_is_off(make_system: Any, make_event: Any) -> None:
     system = make_system()
     assert system.emit_dump(make_event(system, outputs=[Y])) == []
-    assert os.listdir(system.config.dump_root) == []
+    assert os.listdir(system.config.config.dump_path) == []
 
 
 def test_dump_data_stats_writes_statistic_csv_instead_of_tensors(

@@ -115,8 +115,8 @@ def test_ascend_dump_scene_wins_over_the_option_in_resolution(
     resolved = resolve(SessionConfig(enable_exception_dump=0), plain_product, env=env,
                        cwd=str(tmp_path))
     assert resolved.source("enable_exception_dump") == "environment ASCEND_DUMP_SCENE"
-    system = make_system(resolved={"exception_dump_level": resolved.exception_dump_level,
-                                   "exception_dump_dir": resolved.exception_dump_dir})
+    system = make_system(env=env, resolved={"exception_dump_level": 0,
+                                            "exception_dump_dir": resolved.exception_dump_dir})
     (path,) = _exception(system, make_event)
     assert os.path.dirname(path) == str(tmp_path / "scene" / "extra-info" / "data-dump" / "0")
     assert len(read_dump(path).spaces) == 2  # brief = the lite level: workspace and tiling

@@ -102,7 +102,7 @@ def _dump_in_process(root: str, tag: int) -> None:
     from dump_helpers import sample_product
 
     from geplug.config.model import SessionConfig
-    from geplug.config.resolved import ResolvedConfig
+    from geplug.config.resolve import resolve
     from geplug.events import DumpEvent, OpRecord, RunInfo, TensorRecord
     from geplug.plugin import PluginManager
     from geplug.runtime.system import System
@@ -111,9 +111,10 @@ def _dump_in_process(root: str, tag: int) -> None:
         warnings.simplefilter("ignore")
         manager = PluginManager().load()
     product = sample_product(ffts_plus=True)
-    cfg = SessionConfig(enable_dump=True, dump_path=root, dump_mode="all")
-    system = System(product=product, config=ResolvedConfig(product=product.name, config=cfg,
-                                                          dump_root=root), manager=manager)
+    cfg = SessionConfig(enable_dump=True, dump_path=root, dump_mode="all",
+                        enable_exception_dump=0)
+    system = System(product=product, config=resolve(cfg, product, env={}, cwd=root),
+                    manager=manager)
     record: Any = TensorRecord
     for i in range(20):
         arr = np.full(8, tag * 1000 + i, np.int32)

@@ -16,7 +16,7 @@ from geplug_simulator.runtime import SimRuntime
 from onnx import TensorProto, helper, numpy_helper
 
 from geplug.config.model import SessionConfig
-from geplug.config.resolved import ResolvedConfig
+from geplug.config.resolve import resolve
 from geplug.plugin import PluginManager
 from geplug.products.schema import Product
 from geplug.runtime.system import System
@@ -34,15 +34,17 @@ def any_product() -> Product:
 
 def make_system(product: Any, manager: PluginManager | None = None, **options: Any) -> System:
     """A system on ``product`` served by the simulator; ``options`` are SessionConfig fields,
-    ``resolved__<field>`` ResolvedConfig fields."""
+    resolved by :func:`geplug.config.resolve` (empty environment; exception dump off unless
+    asked), then ``resolved__<field>`` ResolvedConfig fields a test pins on top."""
     manager = manager or PluginManager().load()
     if isinstance(product, str):
         product = manager.products().get(product)
     resolved_fields = {k[len("resolved__"):]: v for k, v in options.items()
                        if k.startswith("resolved__")}
-    session = SessionConfig(**{k: v for k, v in options.items()
-                               if not k.startswith("resolved__")})
-    config = ResolvedConfig(product=product.name, config=session, **resolved_fields)
+    session_fields = {k: v for k, v in options.items() if not k.startswith("resolved__")}
+    session_fields.setdefault("enable_exception_dump", 0)
+    config = attrs.evolve(resolve(SessionConfig(**session_fields), product, env={}),
+                          **resolved_fields)
     system = System(product=product, config=config, manager=manager)
     system.runtime = SimRuntime(system)
     system.backend = "simulator"

@@ -104,7 +104,8 @@ def test_high_precision_softmax_is_closer_to_float64_than_high_performance():
     x = np.random.default_rng(5).standard_normal((64, 256)).astype(np.float32) * 4
     errors = {}
     for mode in ("high_precision", "high_performance"):
-        system = make_system(a2, precision_mode_v2="fp16", resolved__impl_default=mode)
+        system = make_system(a2, precision_mode_v2="fp16", resolved__impl_default=mode,
+                             resolved__impl_by_op_type={})
         compiled = system.compile(_softmax_model())
         assert compiled.decision("sm").impl_mode == mode
         y = compiled.run({"x": x})["y"].astype(np.float64)
