@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from geplug.config.model import SessionConfig
-from geplug.config.resolved import ResolvedConfig
+from geplug.config.resolve import resolve
 from geplug.dump.policy import wants_tensors
 from geplug.events import DumpEvent, OpRecord, RunInfo, TensorRecord
 from geplug.plugin import PluginManager
@@ -36,9 +36,10 @@ def _system(root: str, **options: Any) -> System:
         warnings.simplefilter("ignore")
         manager = PluginManager().load()
     product = _product(manager)
+    options.setdefault("enable_exception_dump", 0)
     cfg = SessionConfig(dump_path=root, **options)
     return System(product=product, manager=manager,
-                  config=ResolvedConfig(product=product.name, config=cfg, dump_root=root))
+                  config=resolve(cfg, product, env={}, cwd=root))
 
 
 def _product(manager: PluginManager) -> Any:

@@ -29,15 +29,15 @@ def _rss_peak_mb() -> float:
 
 def _system(out: str, **options: str):  # type: ignore[no-untyped-def]
     from geplug.config.model import ProfilingOptions, SessionConfig
-    from geplug.config.resolved import ResolvedConfig
+    from geplug.config.resolve import resolve
     from geplug.plugin import PluginManager
     from geplug.runtime.system import System
 
     manager = PluginManager().load()
     prod = manager.products().get("atlas_a2")
     opts = ProfilingOptions(output=out, **options)
-    cfg = ResolvedConfig(product=prod.name, profiling_output=out,
-                         config=SessionConfig(profiling_mode=True, profiling_options=opts))
+    cfg = resolve(SessionConfig(profiling_mode=True, profiling_options=opts), prod, env={},
+                  cwd=out)
     return System(product=prod, config=cfg, manager=manager)
 
 
