@@ -142,7 +142,15 @@ def test_initialize_system_names_the_disabled_simulator(monkeypatch) -> None:
     if not serving:
         pytest.skip("no installed product supports initialize_system")
     product = serving[0].name
-    monkeypatch.setenv(DISABLE_ENV, "simulator")
+    # every other backend that could serve is disabled too (geplug-torch serves every product
+    # where torch is installed), so the refusal must name the disabled simulator
+    disabled = ["simulator"]
+    try:
+        metadata.distribution("geplug-torch")
+        disabled.append("torch")
+    except metadata.PackageNotFoundError:
+        pass
+    monkeypatch.setenv(DISABLE_ENV, ",".join(disabled))
     with pytest.raises(BackendError) as info:
         geplug.initialize_system(product=product, manager=PluginManager().load())
     assert "'simulator'" in str(info.value)
