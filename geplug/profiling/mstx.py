@@ -46,8 +46,8 @@ def _target() -> Any:
         return None
     if not system.profiling_enabled:
         return None
-    opts = system.config.config.profiling_options
-    if opts is None or opts.msproftx != "on":
+    eff = system.config.profiling  # the resolved typed values (geplug.config.resolve)
+    if eff is None or not eff.msproftx:
         return None
     return system
 
