@@ -92,6 +92,10 @@ def test_a_command_without_its_product_lists_the_installed_ones(
     """check/resolve/export: tests/config/test_config_export_kit.py; these are the rest."""
     if argv[0] in ("compile", "run"):
         pytest.importorskip("geplug_simulator")
+        import geplug
+
+        if len(geplug.installed_products()) < 2:
+            pytest.skip("with a single product installed, compile/run use it (as check does)")
     args = [a.format(model=tmp_path / "m.onnx") for a in argv]
     assert main(args) == 2
     err = capsys.readouterr().err

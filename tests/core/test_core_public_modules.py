@@ -10,7 +10,8 @@ import pytest
 
 import geplug
 
-REPO = Path(geplug.__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
+"""The checkout (tox tests the installed packages, whose docs are not installed)."""
 
 
 @pytest.mark.parametrize("name", geplug.PUBLIC_MODULES)
