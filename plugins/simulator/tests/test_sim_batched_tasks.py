@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import sqlite3
+from contextlib import closing
 
 import numpy as np
 from sim_helpers import any_product, make_system, overflow_model
@@ -65,7 +66,8 @@ def test_without_third_party_profile_plugins_no_per_task_event_is_built(tmp_path
     assert calls == [] and expand_tasks is not None
     # ... and the built-in collectors expanded the batches: 2 tasks x 3 steps in the database
     (db,) = glob.glob(os.path.join(str(tmp_path), "PROF_*", "msprof_*.db"))
-    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM TASK").fetchone() == (6,)
+    with closing(sqlite3.connect(db)) as con:
+        assert con.execute("SELECT COUNT(*) FROM TASK").fetchone() == (6,)
 
 
 def _profiled_run(tmp_path, manager, steps: int = 3):  # type: ignore[no-untyped-def]
@@ -96,7 +98,8 @@ def _profiled_run(tmp_path, manager, steps: int = 3):  # type: ignore[no-untyped
         with open(path, newline="") as fh:
             out[stem] = sorted(tuple(r[k] for k in keep) for r in csv.DictReader(fh))
     (db,) = glob.glob(os.path.join(str(tmp_path), "PROF_*", "msprof_*.db"))
-    out["steps"] = sqlite3.connect(db).execute("SELECT COUNT(*) FROM STEP_TIME").fetchone()
+    with closing(sqlite3.connect(db)) as con:  # closed: an open one warns on Python 3.13
+        out["steps"] = con.execute("SELECT COUNT(*) FROM STEP_TIME").fetchone()
     return out
 
 
