@@ -14,13 +14,10 @@ absent (temporary file, rename).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from geplug.profiling.layout import mkstemp_near
+from geplug.profiling.layout import atomic_sqlite
 
 __all__ = ["SCHEMA", "write_analyzer_db"]
 
@@ -75,33 +72,21 @@ def write_analyzer_db(path: str, steps: Iterable[tuple[int, dict[str, int]]],
                       matrix: dict[str, Any] | None = None) -> str:
     """Write the database at ``path`` from per-step overlap totals (ns, from
     :func:`geplug.profiling.overlap.per_step`) and the communication summaries."""
-    fd, tmp = mkstemp_near(path)
-    os.close(fd)
-    try:
-        conn = sqlite3.connect(tmp)
-        try:
-            for table, cols in SCHEMA.items():
-                conn.execute(f"CREATE TABLE {table} ({cols})")
-            rows = []
-            for step, t in steps:
-                comp, com = t["Computing"], t["Communication"]
-                pure, free = t["Communication(Not Overlapped)"], t["Free"]
-                us = [v / 1000 for v in (comp, pure, com - pure, com, free)]
-                rows.append((step, *us, (comp + pure + free) / 1000, 0, pure / 1000, 0))
-            conn.executemany("INSERT INTO StepTraceTime VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
-            times, bands, links = _comm_rows(communication or {}, matrix or {})
-            conn.executemany("INSERT INTO CommAnalyzerTime VALUES (?,?,?,?,?,?,?,?,?,?)",
-                             times)
-            conn.executemany("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?,?,?,?,?,?,?)",
-                             bands)
-            conn.executemany("INSERT INTO CommAnalyzerMatrix VALUES (?,?,?,?,?,?,?,?)",
-                             links)
-            conn.commit()
-        finally:
-            conn.close()
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    with atomic_sqlite(path) as conn:
+        for table, cols in SCHEMA.items():
+            conn.execute(f"CREATE TABLE {table} ({cols})")
+        rows = []
+        for step, t in steps:
+            comp, com = t["Computing"], t["Communication"]
+            pure, free = t["Communication(Not Overlapped)"], t["Free"]
+            us = [v / 1000 for v in (comp, pure, com - pure, com, free)]
+            rows.append((step, *us, (comp + pure + free) / 1000, 0, pure / 1000, 0))
+        conn.executemany("INSERT INTO StepTraceTime VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        times, bands, links = _comm_rows(communication or {}, matrix or {})
+        conn.executemany("INSERT INTO CommAnalyzerTime VALUES (?,?,?,?,?,?,?,?,?,?)",
+                         times)
+        conn.executemany("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?,?,?,?,?,?,?)",
+                         bands)
+        conn.executemany("INSERT INTO CommAnalyzerMatrix VALUES (?,?,?,?,?,?,?,?)",
+                         links)
     return path

@@ -7,8 +7,10 @@ import json
 import os
 import re
 import secrets
+import sqlite3
 import string
 import time
+from collections.abc import Iterator
 from typing import IO, Any
 
 from geplug.atomic import create_temp
@@ -19,6 +21,7 @@ __all__ = [
     "OUTPUT_DIR",
     "PATTERNS",
     "AtomicFile",
+    "atomic_sqlite",
     "dtype_name",
     "fmt",
     "fmt_list",
@@ -151,6 +154,30 @@ def mkstemp_near(path: str) -> tuple[int, str]:
     by the first such call of a process.
     """
     return create_temp(os.path.dirname(path) or ".", os.path.basename(path))
+
+
+@contextlib.contextmanager
+def atomic_sqlite(path: str) -> Iterator[sqlite3.Connection]:
+    """A connection to a new database that appears at ``path`` complete or not at all.
+
+    The database is built in a temporary file beside ``path`` (:func:`mkstemp_near`), committed
+    and closed when the block ends, then renamed over ``path``; on any error (or interrupt)
+    the temporary file is removed and ``path`` is left as it was.
+    """
+    fd, tmp = mkstemp_near(path)
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            yield conn
+            conn.commit()
+        finally:
+            conn.close()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 class AtomicFile:

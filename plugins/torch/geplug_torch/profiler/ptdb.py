@@ -20,14 +20,13 @@ So the file is derived, not re-measured: a copy of the collection's ``PROF_*/msp
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from geplug.profiling.layout import mkstemp_near
+from geplug.profiling.layout import atomic_sqlite
 from geplug.profiling.msprof_db import API_TYPES
 from geplug_torch.profiler.hostops import host_ops, ns
 
@@ -123,36 +122,24 @@ def write_pytorch_db(path: str, prof_dirs: list[str], c: Collection) -> str | No
     source = _msprof_db(prof_dirs)
     if source is None:
         return None
-    fd, tmp = mkstemp_near(path)
-    os.close(fd)
-    try:
+    with atomic_sqlite(path) as dst:
         src = sqlite3.connect(source)
-        dst = sqlite3.connect(tmp)
         try:
             src.backup(dst)
         finally:
             src.close()
-        try:
-            _nonzero_connections(dst)
-            sid = _Strings(dst)
-            global_tid = (os.getpid() << 32) | 1
-            steps = _step_rows(c)
-            # the steps first: readers nest ops under the op that started before them
-            api = [(begin, end, global_tid, None, sid(f"ProfilerStep#{step}"), None, 0,
-                    sid(""), sid(""), None, API_TYPES["op"]) for step, begin, end in steps]
-            rows, links = _framework_rows(c, sid, _kernel_connections(dst), global_tid)
-            api += rows
-            dst.executemany("INSERT INTO PYTORCH_API VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            api)
-            dst.executemany("INSERT INTO CONNECTION_IDS VALUES (?, ?)", links)
-            dst.execute("DELETE FROM STEP_TIME")
-            dst.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?)", steps)
-            dst.commit()
-        finally:
-            dst.close()
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+        _nonzero_connections(dst)
+        sid = _Strings(dst)
+        global_tid = (os.getpid() << 32) | 1
+        steps = _step_rows(c)
+        # the steps first: readers nest ops under the op that started before them
+        api = [(begin, end, global_tid, None, sid(f"ProfilerStep#{step}"), None, 0,
+                sid(""), sid(""), None, API_TYPES["op"]) for step, begin, end in steps]
+        rows, links = _framework_rows(c, sid, _kernel_connections(dst), global_tid)
+        api += rows
+        dst.executemany("INSERT INTO PYTORCH_API VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        api)
+        dst.executemany("INSERT INTO CONNECTION_IDS VALUES (?, ?)", links)
+        dst.execute("DELETE FROM STEP_TIME")
+        dst.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?)", steps)
     return path
