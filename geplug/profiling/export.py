@@ -36,8 +36,9 @@ from geplug.profiling.layout import (
 )
 from geplug.profiling.msprof_db import API_TYPES, MSTX_EVENT_TYPES, MsprofDb
 from geplug.profiling.pmu import PmuModel, pmu_columns
+from geplug.profiling.sliced_csv import SlicedCsv
 from geplug.profiling.task_collector import OpSig
-from geplug.profiling.task_export import TaskPass
+from geplug.profiling.task_export import TaskPass, csv_line
 from geplug.profiling.timeline import TimelineWriter
 
 if TYPE_CHECKING:
@@ -109,10 +110,11 @@ def export(session: ProfilingSession) -> list[str]:
             written.append(path("msprof", "json"))
             summary = task_time = None
             if level != "off":
-                summary = CsvFile(stack, path("op_summary"), op_summary_header(pmu_cols),
-                                  written)
+                summary = stack.enter_context(SlicedCsv(
+                    out, "op_summary", ts, csv_line(op_summary_header(pmu_cols)) + "\n",
+                    written))
                 task_time = CsvFile(stack, path("task_time"), TASK_TIME_HEADER, written)
-            tasks = TaskPass(session, summary=summary.handle if summary else None,
+            tasks = TaskPass(session, summary=summary,
                              task_time=task_time.handle if task_time else None,
                              timeline=timeline, db=db, pmu=pmu, pmu_cols=pmu_cols)
             if eff.aicpu:

@@ -13,7 +13,7 @@ from geplug import vocab
 from geplug.atomic import create_temp
 from geplug.errors import ProfilingError
 from geplug.limits import escape_controls, iter_csv
-from geplug.profiling.reader import _SUMMARY_NEEDS, _float, output_file, summarize
+from geplug.profiling.reader import _SUMMARY_NEEDS, _float, output_files, summarize
 
 __all__ = ["MAX_TIMELINE_TASKS", "plot"]
 
@@ -90,8 +90,7 @@ def plot(prof_dir: str, out: str, top: int = 15) -> str:
     ops with the most device time; returns ``out``."""
     plt = _matplotlib()
     result = summarize(prof_dir, top=top)
-    summary = output_file(prof_dir, "op_summary")
-    assert summary is not None
+    summary = output_files(prof_dir, "op_summary")[0]  # the first slice holds the first tasks
     tasks, cuts, gap = _collapse_idle(_read_tasks(summary))
     per_lane: dict[str, float] = {}
     for key, _kind, _start, dur in tasks:

@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from geplug.errors import ProfilingError
 from geplug.limits import MAX_JSON_SIDE_BYTES, escape_controls, iter_csv, read_bytes
 from geplug.profiling.layout import OUTPUT_DIR, PATTERNS
 
-__all__ = ["find_prof_dirs", "output_file", "render_text", "summarize"]
+__all__ = ["find_prof_dirs", "output_file", "output_files", "render_text", "summarize"]
 
 
 def find_prof_dirs(path: str) -> list[str]:
@@ -55,6 +56,21 @@ def output_file(prof_dir: str, stem: str, ext: str = "csv") -> str | None:
     return None
 
 
+def output_files(prof_dir: str, stem: str) -> list[str]:
+    """Every part of a CSV that msprof may slice (op_summary): the single
+    ``{stem}_{ts14}.csv``, or its ``{stem}_slice_{n}_{ts14}.csv`` slices in slice order
+    (formats.md §6.1); ``[]`` when there is neither."""
+    single = output_file(prof_dir, stem)
+    if single is not None:
+        return [single]
+    out = os.path.join(prof_dir, OUTPUT_DIR)
+    if not os.path.isdir(out):
+        return []
+    pattern = re.compile(re.escape(stem) + r"_slice_(\d+)_\d{14}\.csv")
+    found = [(int(m[1]), name) for name in os.listdir(out) if (m := pattern.fullmatch(name))]
+    return [os.path.join(out, name) for _, name in sorted(found)]
+
+
 _SUMMARY_NEEDS = ("Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)")
 """The op_summary columns the summary and the plot read (formats.md §6.4)."""
 _STATISTIC_NEEDS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)",
@@ -62,6 +78,13 @@ _STATISTIC_NEEDS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time
 _STEP_NEEDS = ("Iteration ID", "Model ID", "Iteration Time(us)", "FP to BP Time(us)")
 MAX_SUMMARY_OPS = 1_000_000
 """Distinct op names one op_summary may hold (bounded by the graph; bounds memory)."""
+
+
+def _summary_rows(paths: list[str]) -> Iterator[dict[str, str]]:
+    """The rows of op_summary, slice after slice."""
+    for path in paths:
+        yield from iter_csv(path, what="op_summary file", fail=_fail(path),
+                            required=_SUMMARY_NEEDS)
 
 
 def _float(value: str) -> float | None:
@@ -114,7 +137,8 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
     result: dict[str, Any] = {"dir": prof_dir, "product": info.get("product", ""),
                               "tasks": 0, "total_time_us": 0.0, "top_ops": [], "op_types": [],
                               "steps": []}
-    summary = output_file(prof_dir, "op_summary")
+    summaries = output_files(prof_dir, "op_summary")
+    summary = summaries[0] if summaries else None
     dbs = sorted(n for n in os.listdir(prof_dir) if PATTERNS["db"].match(n))
     if summary is None and dbs:
         raise ProfilingError(
@@ -131,8 +155,7 @@ def summarize(prof_dir: str, top: int = 10) -> dict[str, Any]:
             path=prof_dir,
         )
     ops: dict[str, list[Any]] = {}
-    for row in iter_csv(summary, what="op_summary file", fail=_fail(summary),
-                        required=_SUMMARY_NEEDS):
+    for row in _summary_rows(summaries):
         d = _float(row["Task Duration(us)"]) or 0.0
         entry = ops.get(row["Op Name"])
         if entry is None:

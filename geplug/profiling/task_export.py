@@ -31,13 +31,14 @@ from geplug.profiling import overlap
 from geplug.profiling.layout import dtype_name, fmt_list, format_name, quoted_shapes
 from geplug.profiling.msprof_db import API_TYPES, HCCL_DATA_TYPES, MsprofDb, pmu_db_name
 from geplug.profiling.pmu import PmuModel, TaskWork
+from geplug.profiling.sliced_csv import SlicedCsv
 from geplug.profiling.task_collector import OpSig, TaskRow
 from geplug.profiling.timeline import PIDS, TimelineWriter
 
 if TYPE_CHECKING:
     from geplug.profiling.session import ProfilingSession
 
-__all__ = ["LAUNCH_NAME", "TaskPass"]
+__all__ = ["LAUNCH_NAME", "TaskPass", "csv_line"]
 
 NA = "N/A"
 LAUNCH_NAME = "launch"
@@ -52,7 +53,8 @@ _DTYPE_BYTES = {"FP16": 2, "BFP16": 2, "FP32": 4, "INT8": 1, "INT16": 2, "INT32"
                 "INT64": 8, "UINT8": 1, "FP64": 8}
 
 
-def _csv_line(cells: list[str]) -> str:
+def csv_line(cells: list[str]) -> str:
+    """``cells`` as one CSV line without its terminator (the csv module's quoting)."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="").writerow(cells)
     return buf.getvalue()
@@ -102,10 +104,10 @@ class _Sig:
             shapes = [NA] * 7
         self.shapes = shapes
         tail = [str(op.block_dim) if l1 else "0", NA, *shapes, NA]
-        self.sum_pre = (_esc(_csv_line(head)) + "," + _TIME + "\t," + _TIME + "," + _TIME +
-                        "," + _esc(_csv_line(tail)))
+        self.sum_pre = (_esc(csv_line(head)) + "," + _TIME + "\t," + _TIME + "," + _TIME +
+                        "," + _esc(csv_line(tail)))
         """op_summary up to the PMU block (start, duration, wait columns)."""
-        self.task_time = _esc(_csv_line([dev, op.name, op.task_type if l1 else NA,
+        self.task_time = _esc(csv_line([dev, op.name, op.task_type if l1 else NA,
                                          NA if comm else str(op.stream_id),
                                          NA if comm else str(op.task_id)])) + \
             "," + _TIME + "," + _TIME + "," + _TIME + "\n"
@@ -231,7 +233,7 @@ class _SigAgg:
 class TaskPass:
     """Writes every per-task output of ``session`` in one pass (see the module docstring)."""
 
-    def __init__(self, session: ProfilingSession, *, summary: IO[str] | None,
+    def __init__(self, session: ProfilingSession, *, summary: SlicedCsv | None,
                  task_time: IO[str] | None, timeline: TimelineWriter, db: MsprofDb | None,
                  pmu: PmuModel | None, pmu_cols: list[str]) -> None:
         self.session = session
@@ -278,7 +280,7 @@ class TaskPass:
                 block_dim=info.work.block_dim, dtype=info.work.dtype))
             if len(self._pmu_text) >= 65536:
                 self._pmu_text.clear()
-            text = self._pmu_text[key] = _esc("," + _csv_line(values)) if values else ""
+            text = self._pmu_text[key] = _esc("," + csv_line(values)) if values else ""
             if kid < 0 and self.db is not None:
                 kid = self._pmu_key[key] = len(self._pmu_key)
                 sid = self.db.sid
@@ -387,7 +389,9 @@ class TaskPass:
             if self.summary is not None:
                 vals = np.column_stack((st // 1000, st % 1000, d // 1000, d % 1000,
                                         wait // 1000, wait % 1000))
-                self.summary.write(_fill(self._sum_templates, tidx, vals))
+                templates = self._sum_templates
+                self.summary.write_rows(n, lambda lo, hi: _fill(templates, tidx[lo:hi],
+                                                                vals[lo:hi]))
             if self.task_time is not None:
                 vals = np.column_stack((d // 1000, d % 1000, st // 1000, st % 1000,
                                         end // 1000, end % 1000))
@@ -447,7 +451,7 @@ class TaskPass:
         if line is None:
             info = self._infos.get(sig)
             cells = rows(TaskRow(info.op, 0, 0, 0, 0)) if info is not None else None
-            line = self._static_lines[key] = _csv_line(cells) + "\n" if cells else ""
+            line = self._static_lines[key] = csv_line(cells) + "\n" if cells else ""
         return line
 
     def _summary_keys(self, sig: np.ndarray, d: np.ndarray, kid: np.ndarray,

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from geplug.profiling.layout import AtomicFile, fmt, fmt_ns, write_json
-from geplug.profiling.reader import find_prof_dirs, output_file
+from geplug.profiling.reader import find_prof_dirs, output_file, output_files
 from geplug_torch.profiler.hostops import host_ops
 from geplug_torch.profiler.options import ExportType
 from geplug_torch.profiler.ptdb import write_pytorch_db
@@ -160,10 +160,11 @@ def _merge(prof_dirs: list[str], stem: str) -> tuple[list[str], list[list[str]]]
     header: list[str] = []
     rows: list[list[str]] = []
     for d in prof_dirs:
-        h, r = _read_csv(output_file(d, stem))
-        if h:
-            header = header or h
-            rows.extend(r)
+        for part in output_files(d, stem):  # op_summary beyond 1M rows is in slices
+            h, r = _read_csv(part)
+            if h:
+                header = header or h
+                rows.extend(r)
     return header, rows
 
 
