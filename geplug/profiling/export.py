@@ -167,8 +167,9 @@ def export(session: ProfilingSession) -> list[str]:
             for k, (n, tot, lo, hi) in sorted(stats.items(), key=lambda kv: -kv[1][1])
         ), written)
     if session.steps is not None:
-        _write_rows(path("step_trace"), step_trace.HEADER, session.steps.rows(session.device_id),
-                    written)
+        with AtomicFile(path("step_trace"), newline="") as fh:
+            session.steps.write_csv(fh, session.device_id)
+        written.append(path("step_trace"))
     if session.api is not None:
         _write_rows(path("api_statistic"), api_mod.HEADER, session.api.rows(), written)
     if session.markers is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from geplug.errors import ProfilingError
 from geplug.profiling.layout import fmt_ns, us_to_ns
@@ -108,56 +108,112 @@ class StepTraceCollector:
         if not self.bp_point or name == self.bp_point:
             state["bp"], state["bpd"] = start, dur
 
+    def _records(self) -> Iterator[dict[str, Any]]:
+        """Every finished step as recorded, parsed a block of lines at a time (one C-level
+        ``json.loads`` per block instead of one per step)."""
+        block: list[str] = []
+        for line in self.log.lines():
+            block.append(line)
+            if len(block) >= _BLOCK:
+                yield from json.loads("[" + ",".join(block) + "]")
+                block = []
+        if block:
+            yield from json.loads("[" + ",".join(block) + "]")
+
     def spans(self) -> Iterator[dict[str, Any]]:
         """Each finished step in integer ns: step, model, fp, bp, end, prev (None = absent)."""
-        for line in self.log.lines():
-            s = json.loads(line)
+        for s in self._records():
             bp = None if s["bp"] is None else s["bp"] + s.get("bpd", 0)
             yield {"step": s["step"], "model": s["model"], "fp": s["fp"], "bp": bp,
                    "end": s["end"], "prev": s["prev"], "begin": s["begin"]}
 
     def rows(self, device_id: int) -> Iterator[list[str]]:
         """The step_trace CSV rows, in step order as recorded."""
-        for line in self.log.lines():
-            s = json.loads(line)
+        for s in self._records():
             fp, end, prev = s["fp"], s["end"], s["prev"]
             bp = None if s["bp"] is None else s["bp"] + s.get("bpd", 0)
             assert end is not None
-
-            def f(v: int | None) -> str:
-                return "N/A" if v is None else fmt_ns(v)
-
             base = prev if prev is not None else (fp if fp is not None else s["begin"])
             assert base is not None
             yield [
-                str(device_id), str(s["step"] + 1), f(fp), f(bp), fmt_ns(end),
+                str(device_id), str(s["step"] + 1), _na(fp), _na(bp), fmt_ns(end),
                 fmt_ns(end - base),
                 "N/A" if fp is None or bp is None else fmt_ns(bp - fp),
                 "N/A" if bp is None else fmt_ns(end - bp),
                 "N/A" if prev is None or fp is None else fmt_ns(fp - prev),
                 str(s["model"]),
-                f(s["rs"]),
-                "N/A" if s["rd"] is None else fmt_ns(s["rd"]),
+                _na(s["rs"]),
+                _na(s["rd"]),
             ]
 
+    def write_csv(self, fh: IO[str], device_id: int) -> None:
+        """The step_trace CSV (header and rows) into ``fh``: every cell is a number or
+        ``N/A``, so a row is its cells joined by commas (what the csv module writes for
+        them), written a block at a time."""
+        fh.write(",".join(HEADER) + "\n")
+        lines: list[str] = []
+        for row in self.rows(device_id):
+            lines.append(",".join(row))
+            if len(lines) >= _BLOCK:
+                fh.write("\n".join(lines) + "\n")
+                lines = []
+        if lines:
+            fh.write("\n".join(lines) + "\n")
+
+
+def _na(value: int | None) -> str:
+    return "N/A" if value is None else fmt_ns(value)
+
+
+_BLOCK = 4096
+"""Steps parsed and formatted per block (bounds memory)."""
+_SPAN = ('{"ph":"X","name":"%s %d","pid":%d,"tid":%d,"ts":"%s","dur":%r,'
+         '"args":{"Iteration ID":%d,"Model ID":%d}}')
+"""One Step Trace event exactly as :meth:`TimelineWriter.span` encodes it (the names are
+ASCII literals, so no JSON escaping is needed)."""
 
 
 def write_track(timeline: Any, steps: StepTraceCollector) -> None:
     """The ``Step Trace`` timeline process (training_trace on): per model one thread with
     ``Iteration {n}`` spanning the iteration, and nested in it ``Data_aug Bound {n}``
     (previous end -> FP start), ``FP_BP Time {n}`` (FP start -> BP end) and ``Iteration
-    Refresh {n}`` (BP end -> iteration end); all from integer ns, so they nest exactly."""
+    Refresh {n}`` (BP end -> iteration end); all from integer ns, so they nest exactly.
+    Events are formatted from one template and appended a block at a time; the process and
+    thread metadata come first, as :meth:`TimelineWriter.span` writes them."""
+    pid = 0
+    seen: set[int] = set()
+    events: list[str] = []
+
+    def add(name: str, n: int, model: int, start: int, end: int) -> None:
+        events.append(_SPAN % (name, n, pid, model, fmt_ns(start), (end - start) / 1000, n,
+                               model))
+
     for s in steps.spans():
         n = s["step"] + 1
         model = int(s["model"])
-        thread = f"Model {model}"
+        if model not in seen:
+            seen.add(model)
+            flush(timeline, events)
+            pid = timeline.thread(PROCESS, model, f"Model {model}")
         fp, bp, end, prev = s["fp"], s["bp"], s["end"], s["prev"]
         first = prev if prev is not None else (fp if fp is not None else s["begin"])
-        args = {"Iteration ID": n, "Model ID": model}
-        timeline.span("Step Trace", model, thread, f"Iteration {n}", first, end, args)
+        add("Iteration", n, model, first, end)
         if prev is not None and fp is not None and fp >= prev:
-            timeline.span("Step Trace", model, thread, f"Data_aug Bound {n}", prev, fp, args)
+            add("Data_aug Bound", n, model, prev, fp)
         if fp is not None and bp is not None and bp >= fp:
-            timeline.span("Step Trace", model, thread, f"FP_BP Time {n}", fp, bp, args)
+            add("FP_BP Time", n, model, fp, bp)
         if bp is not None and end >= bp:
-            timeline.span("Step Trace", model, thread, f"Iteration Refresh {n}", bp, end, args)
+            add("Iteration Refresh", n, model, bp, end)
+        if len(events) >= _BLOCK:
+            flush(timeline, events)
+    flush(timeline, events)
+
+
+def flush(timeline: Any, events: list[str]) -> None:
+    """Append the formatted ``events`` to the timeline and empty the list."""
+    if events:
+        timeline.raw_block(",\n" + ",\n".join(events), len(events))
+        events.clear()
+
+
+PROCESS = "Step Trace"

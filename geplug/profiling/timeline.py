@@ -80,6 +80,13 @@ class TimelineWriter:
         self._pid(name)
         self._tid(pid, tid, f"Group {WORLD_GROUP} Communication" if comm else f"Stream {tid}")
 
+    def thread(self, process: str, tid: int, label: str) -> int:
+        """The pid of ``process``, writing its and the thread's metadata on first use (for
+        callers that append pre-formatted events with :meth:`raw_block`)."""
+        pid = self._pid(process)
+        self._tid(pid, tid, label)
+        return pid
+
     def ensure_launch_thread(self, tid: int) -> None:
         """The CANN thread that holds the per-op launches (``Node`` level)."""
         self._tid(self._pid("CANN"), tid, "node")
