@@ -178,6 +178,7 @@ class MsprofDb:
         self._strings: dict[str, int] = {}
         try:
             self.conn = sqlite3.connect(self.tmp, isolation_level=None)
+            self.conn.execute("PRAGMA page_size = 65536")  # larger pages: faster bulk inserts
             self.conn.execute("PRAGMA journal_mode = OFF")
             self.conn.execute("PRAGMA synchronous = OFF")
             self.conn.execute("PRAGMA temp_store = FILE")  # temp tables on disk, not in RAM
@@ -237,40 +238,38 @@ class MsprofDb:
 
     def begin_pmu(self) -> None:
         """Start TASK_PMU_INFO by key: tasks with equal work and duration share one key
-        (:meth:`pmu_keys`), each task names its key (:meth:`pmu_tasks`), and
-        :meth:`end_pmu` expands them inside SQLite - no Python row per metric and task."""
+        (:meth:`pmu_keys`), each task row of a template names its key
+        (:meth:`add_template`), and :meth:`end_task_rows` expands them inside SQLite - no
+        Python row per metric and task."""
         c = self.conn
-        c.execute("CREATE TEMP TABLE pmu_task (gid INTEGER, k INTEGER)")
         c.execute("CREATE TEMP TABLE pmu_key (k INTEGER, name INTEGER, value NUMERIC)")
+        c.execute("CREATE INDEX temp.pmu_key_k ON pmu_key (k)")
 
     def pmu_keys(self, rows: Iterable[tuple[int, int, float]]) -> None:
         """(key, metric name id, value) rows."""
         self.conn.executemany("INSERT INTO temp.pmu_key VALUES (?, ?, ?)", rows)
 
-    def pmu_tasks(self, rows: Iterable[tuple[int, int]]) -> None:
-        """(globalTaskId, key) rows."""
-        self.conn.executemany("INSERT INTO temp.pmu_task VALUES (?, ?)", rows)
-
     def end_pmu(self) -> None:
-        """Expand the keyed PMU values into TASK_PMU_INFO."""
-        c = self.conn
-        c.execute("CREATE INDEX temp.pmu_key_k ON pmu_key (k)")
-        # pmu_task is in globalTaskId order already: no sort (bounded memory)
-        c.execute("INSERT INTO TASK_PMU_INFO SELECT t.gid, p.name, p.value FROM "
-                  "temp.pmu_task t JOIN temp.pmu_key p ON p.k = t.k")
-        c.execute("DROP TABLE temp.pmu_task")
-        c.execute("DROP TABLE temp.pmu_key")
+        """Drop the PMU keys (their rows were expanded by :meth:`end_task_rows`)."""
+        self.conn.execute("DROP TABLE temp.pmu_key")
 
     def begin_task_rows(self) -> None:
-        """Start TASK / COMPUTE_TASK_INFO / launch CANN_API rows by signature: the static
-        columns once per op signature (:meth:`add_task_sig`), per task only its times
-        (:meth:`add_task_rows`); :meth:`end_task_rows` joins them inside SQLite."""
+        """Start TASK / COMPUTE_TASK_INFO / launch CANN_API / TASK_PMU_INFO rows as
+        templates: the static columns once per op signature (:meth:`add_task_sig`), the
+        times of a run of tasks once per distinct *template* - relative to the run's first
+        start and first globalTaskId (:meth:`add_template`) - and per run only its template,
+        first globalTaskId and base time (:meth:`add_segments`). A run of steps of the same
+        compiled model is one template and one short row per step; :meth:`end_task_rows`
+        expands them inside SQLite (``segment CROSS JOIN template``: start = base + offset,
+        globalTaskId = first + index), in globalTaskId order."""
         c = self.conn
-        c.execute("CREATE TEMP TABLE trow (gid INTEGER PRIMARY KEY, sig INTEGER, st INTEGER, "
-                  "en INTEGER, ls INTEGER, le INTEGER, k INTEGER)")
         c.execute("CREATE TEMP TABLE tsig (sig INTEGER PRIMARY KEY, comm INTEGER, tt INTEGER, "
                   "stream INTEGER, taskid INTEGER, model INTEGER, " +
                   ", ".join(f"c{i} INTEGER" for i in range(14)) + ")")
+        c.execute("CREATE TEMP TABLE tpl (t INTEGER, i INTEGER, sig INTEGER, st INTEGER, "
+                  "en INTEGER, ls INTEGER, le INTEGER, k INTEGER, PRIMARY KEY (t, i)) "
+                  "WITHOUT ROWID")
+        c.execute("CREATE TEMP TABLE seg (gid0 INTEGER PRIMARY KEY, t INTEGER, base INTEGER)")
 
     def add_task_sig(self, sig: int, values: tuple[Any, ...]) -> None:
         """One signature: (comm, taskType id, streamId, taskId, modelId, then the 14
@@ -278,27 +277,50 @@ class MsprofDb:
         self.conn.execute(f"INSERT INTO temp.tsig VALUES ({', '.join('?' * 20)})",
                           (sig, *values))
 
-    def add_task_rows(self, rows: Iterable[tuple[int, ...]]) -> None:
-        """(globalTaskId, signature, startNs, endNs, launch startNs, launch endNs, PMU key or
-        -1) rows, in globalTaskId order."""
-        self.conn.executemany("INSERT INTO temp.trow VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    def add_template(self, template: int, rows: Iterable[tuple[int, ...]]) -> None:
+        """The rows of one template: (index from the first globalTaskId, signature, startNs,
+        endNs, launch startNs, launch endNs - each relative to the base time - and the PMU
+        key or -1)."""
+        self.conn.executemany(f"INSERT INTO temp.tpl VALUES ({template}, ?, ?, ?, ?, ?, ?, ?)",
+                              rows)
+
+    def add_segments(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        """(first globalTaskId, template, base time ns) per run of tasks, in globalTaskId
+        order."""
+        self.conn.executemany("INSERT INTO temp.seg VALUES (?, ?, ?)", rows)
 
     def end_task_rows(self, *, device_id: int, pid: int, launch_tid: int, launch_type: int,
                       launch_name: int) -> None:
-        """Expand the rows into TASK, COMPUTE_TASK_INFO, the launches' CANN_API rows and the
-        PMU keys of :meth:`begin_pmu` (connectionId = globalTaskId)."""
+        """Expand the templates into TASK, COMPUTE_TASK_INFO, the launches' CANN_API rows and
+        (after :meth:`begin_pmu`) TASK_PMU_INFO (connectionId = globalTaskId). The joins
+        are forced nested loops (``CROSS JOIN``) over the segments in globalTaskId order and
+        each template in index order, so rows come out in globalTaskId order without a
+        sort (bounded memory)."""
         c = self.conn
-        c.execute("INSERT INTO TASK SELECT t.st, t.en, ?, t.gid, t.gid, ?, s.tt, 0, s.stream, "
-                  "s.taskid, s.model FROM temp.trow t JOIN temp.tsig s ON s.sig = t.sig "
-                  "ORDER BY t.gid", (device_id, pid))
-        cols = ", ".join(f"s.c{i}" for i in range(1, 14))
-        c.execute(f"INSERT INTO COMPUTE_TASK_INFO SELECT s.c0, t.gid, {cols} FROM temp.trow t "
-                  "JOIN temp.tsig s ON s.sig = t.sig WHERE s.comm = 0 ORDER BY t.gid")
-        c.execute("INSERT INTO CANN_API SELECT t.ls, t.le, ?, ?, t.gid, ? FROM temp.trow t "
-                  "ORDER BY t.gid", (launch_type, launch_tid, launch_name))
-        c.execute("INSERT INTO temp.pmu_task SELECT gid, k FROM temp.trow WHERE k >= 0 "
-                  "ORDER BY gid")
-        c.execute("DROP TABLE temp.trow")
+        loops = ("FROM temp.seg s CROSS JOIN temp.tpl p CROSS JOIN temp.tsig g "
+                 "WHERE p.t = s.t AND g.sig = p.sig")
+        c.execute("INSERT INTO TASK SELECT s.base + p.st, s.base + p.en, ?, s.gid0 + p.i, "
+                  "s.gid0 + p.i, ?, g.tt, 0, g.stream, g.taskid, g.model " + loops,
+                  (device_id, pid))
+        cols = ", ".join(f"g.c{i}" for i in range(1, 14))
+        c.execute(f"INSERT INTO COMPUTE_TASK_INFO SELECT g.c0, s.gid0 + p.i, {cols} " + loops +
+                  " AND g.comm = 0")
+        c.execute("INSERT INTO CANN_API SELECT s.base + p.ls, s.base + p.le, ?, ?, "
+                  "s.gid0 + p.i, ? FROM temp.seg s CROSS JOIN temp.tpl p WHERE p.t = s.t",
+                  (launch_type, launch_tid, launch_name))
+        has_pmu = c.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'pmu_key'").fetchone()
+        if has_pmu:
+            # each template's PMU rows once (metric order = key insertion order), then one
+            # scan per segment
+            c.execute("CREATE TEMP TABLE tpl_pmu (t INTEGER, i INTEGER, j INTEGER, "
+                      "name INTEGER, value NUMERIC, PRIMARY KEY (t, i, j)) WITHOUT ROWID")
+            c.execute("INSERT INTO temp.tpl_pmu SELECT p.t, p.i, q.rowid, q.name, q.value "
+                      "FROM temp.tpl p CROSS JOIN temp.pmu_key q WHERE p.k >= 0 AND q.k = p.k")
+            c.execute("INSERT INTO TASK_PMU_INFO SELECT s.gid0 + q.i, q.name, q.value "
+                      "FROM temp.seg s CROSS JOIN temp.tpl_pmu q WHERE q.t = s.t")
+            c.execute("DROP TABLE temp.tpl_pmu")
+        c.execute("DROP TABLE temp.seg")
+        c.execute("DROP TABLE temp.tpl")
         c.execute("DROP TABLE temp.tsig")
 
     def add_api(self, rows: Iterable[tuple[Any, ...]]) -> None:

@@ -33,6 +33,7 @@ from geplug.profiling.msprof_db import API_TYPES, HCCL_DATA_TYPES, MsprofDb, pmu
 from geplug.profiling.pmu import PmuModel, TaskWork
 from geplug.profiling.sliced_csv import SlicedCsv
 from geplug.profiling.task_collector import OpSig, TaskRow
+from geplug.profiling.task_templates import TemplateRows
 from geplug.profiling.timeline import PIDS, TimelineWriter
 
 if TYPE_CHECKING:
@@ -308,9 +309,11 @@ class TaskPass:
         self.timeline.ensure_launch_thread(LAUNCH_TID)
         self._streams: set[tuple[int, int]] = set()
         db = self.db
+        self._rows: TemplateRows | None = None
         if db is not None:
             db.begin_pmu()
             db.begin_task_rows()
+            self._rows = TemplateRows(db)
         for chunk in s.tasks.tasks.chunks():
             for lo in range(0, len(chunk), SUB_CHUNK):
                 self._chunk(chunk[lo:lo + SUB_CHUNK])
@@ -322,6 +325,8 @@ class TaskPass:
         if self._text:
             self.stats = self._agg.stats(self._infos, self.level)
         if db is not None:
+            assert self._rows is not None
+            self._rows.finish()
             db.end_task_rows(device_id=self.device_id, pid=s.pid,
                              launch_tid=(s.pid << 32) | LAUNCH_TID,
                              launch_type=API_TYPES["node"], launch_name=db.sid(LAUNCH_NAME))
@@ -409,9 +414,8 @@ class TaskPass:
                 out.write("".join(itemgetter(*sig.tolist())(lines)) if n > 1
                           else lines[int(sig[0])])
         db = self.db
-        if db is not None:
-            db.add_task_rows(zip(gid.tolist(), sig.tolist(), st.tolist(), end.tolist(),
-                                 ls.tolist(), le.tolist(), kid.tolist(), strict=True))
+        if self._rows is not None:
+            self._rows.add(gid, sig, st, end, ls, le, kid, step)
         cidx = np.flatnonzero(comm)
         if len(cidx):
             for i in cidx.tolist():

@@ -79,3 +79,73 @@ def test_step_trace_csv_is_byte_identical_to_the_csv_module(tmp_path, monkeypatc
     w.writerows(steps.rows(3))
     assert got.getvalue() == want.getvalue()
     assert "N/A" in got.getvalue()
+
+
+def _task_db(tmp_path, blocks, pmu_keys):
+    """The four per-task tables written through TemplateRows from ``blocks`` of rows
+    (gid, sig, start, end, launch start, launch end, pmu key, step)."""
+    import numpy as np
+
+    from geplug.profiling.msprof_db import MsprofDb
+    from geplug.profiling.task_templates import TemplateRows
+
+    db = MsprofDb(str(tmp_path / "t.db"))
+    db.begin_pmu()
+    db.begin_task_rows()
+    for sig in range(3):  # signature 2 is a communication task (no COMPUTE_TASK_INFO row)
+        compute = (None,) * 14 if sig == 2 else tuple(100 + sig * 20 + c for c in range(14))
+        db.add_task_sig(sig, (int(sig == 2), 7 + sig, sig, 40 + sig, 1, *compute))
+    db.pmu_keys(pmu_keys)
+    rows = TemplateRows(db)
+    for block in blocks:
+        rows.add(*np.asarray(block, dtype=np.int64).T)
+    rows.finish()
+    db.end_task_rows(device_id=3, pid=9, launch_tid=11, launch_type=10000, launch_name=5)
+    db.end_pmu()
+    tables = {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
+              for t in ("TASK", "COMPUTE_TASK_INFO", "CANN_API", "TASK_PMU_INFO")}
+    db.abort()
+    return tables, rows.templates
+
+
+def _reference(tasks, pmu_keys):
+    """The same tables, one row per task and metric, in plain Python."""
+    task, compute, api, pmu = [], [], [], []
+    for gid, sig, st, en, ls, le, k, _step in tasks:
+        task.append((st, en, 3, gid, gid, 9, 7 + sig, 0, sig, 40 + sig, 1))
+        if sig != 2:
+            values = [100 + sig * 20 + c for c in range(14)]
+            compute.append((values[0], gid, *values[1:]))
+        api.append((ls, le, 10000, 11, gid, 5))
+        pmu.extend((gid, name, value) for key, name, value in pmu_keys if key == k >= 0)
+    return {"TASK": task, "COMPUTE_TASK_INFO": compute, "CANN_API": api,
+            "TASK_PMU_INFO": pmu}
+
+
+def _steps_of_tasks(durations_of_step):
+    """Task rows of consecutive steps (three tasks each; ``durations_of_step(step)``)."""
+    tasks, gid, t = [], 0, 1_700_000_000_000_000_000
+    for step in range(6):
+        for i, d in enumerate(durations_of_step(step)):
+            tasks.append((gid, i, t, t + d, t - 900, t, i if i != 2 else -1, step))
+            gid += 1
+            t += d + 50
+        t += 10_000
+    return tasks
+
+
+PMU_KEYS = [(0, 1, 2.5), (0, 2, 7), (1, 1, 0.125), (1, 2, 3)]
+
+
+def test_task_tables_from_templates_equal_one_row_per_task(tmp_path):
+    tasks = _steps_of_tasks(lambda step: (100, 200, 300))
+    got, templates = _task_db(tmp_path, [tasks[:4], tasks[4:11], tasks[11:]], PMU_KEYS)
+    assert got == _reference(tasks, PMU_KEYS)
+    assert templates == 1  # six equal steps, cut mid-step by the blocks: one template
+
+
+def test_a_step_with_different_timing_keeps_its_own_exact_rows(tmp_path):
+    tasks = _steps_of_tasks(lambda step: (100, 200 + (step == 3), 300))
+    got, templates = _task_db(tmp_path, [tasks], PMU_KEYS)
+    assert got == _reference(tasks, PMU_KEYS)
+    assert templates == 2
