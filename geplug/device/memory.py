@@ -6,6 +6,7 @@ to the last task reading it (graph outputs to the end of the step), every block 
 to ``MemoryCaps.alignment_bytes``; the activation peak is the largest sum of live blocks
 (ideal reuse: GE's planner reuses a freed block for a later tensor). Workspace is the
 product's ``system_workspace_bytes``. Capacity: ``MemoryCaps.hbm_gib`` of the SoC version.
+The liveness sweep runs over arrays (one cumulative sum of allocation and free events).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import attrs
+import numpy as np
 
 from geplug.errors import CompileError
 from geplug.products.schema import Product
@@ -84,6 +86,40 @@ def _align(n: int, a: int) -> int:
     return -(-max(n, 1) // a) * a if a > 1 else n
 
 
+def _peak(first: Mapping[str, int], last_use: Mapping[str, int], sizes: Mapping[str, int],
+          align: int, end: int) -> tuple[int, list[tuple[str, int]]]:
+    """The activation peak and the blocks live at it (in allocation order), over arrays.
+
+    Block ``t`` (aligned bytes) is allocated before step ``first[t]`` and freed after step
+    ``last_use[t]`` (never, when that step comes before its allocation); the live bytes of
+    every step are one cumulative sum of +size/-size events, the peak their first maximum.
+    """
+    names = list(first)
+    if not names:
+        return 0, []
+    count = len(names)
+    lo = np.fromiter(first.values(), np.int64, count)
+    hi = np.fromiter((last_use.get(t, i) for t, i in first.items()), np.int64, count)
+    hi = np.where(hi < lo, end + 1, hi)  # freed before it exists: live to the end
+    size = np.fromiter((sizes[t] for t in names), np.int64, count)
+    if align > 1:
+        size = -(-np.maximum(size, 1) // align) * align
+    # steps -1 .. end+1 at offsets 0 .. end+2: +size at its first step, -size after its last
+    delta = np.zeros(end + 4, np.int64)
+    np.add.at(delta, lo + 1, size)
+    np.add.at(delta, hi + 2, -size)
+    level = np.cumsum(delta[:end + 2])
+    at = int(np.argmax(level))
+    peak = int(level[at])
+    if peak <= 0:
+        return 0, []
+    step = at - 1
+    # allocation order: by first step, then in the order the blocks were first seen
+    alloc = np.argsort(lo, kind="stable")
+    live = alloc[(lo[alloc] <= step) & (hi[alloc] >= step)]
+    return peak, [(names[k], int(size[k])) for k in live.tolist()]
+
+
 def plan_memory(
     order: Sequence[tuple[str, Sequence[str], Sequence[str]]],
     sizes: Mapping[str, int],
@@ -119,24 +155,9 @@ def plan_memory(
         if t in sizes:
             last_use[t] = end
             first.setdefault(t, -1)
-    frees: dict[int, list[str]] = {}
-    allocs: dict[int, list[str]] = {}
-    for t, i in first.items():
-        allocs.setdefault(i, []).append(t)
-        frees.setdefault(last_use.get(t, i), []).append(t)
-    live: dict[str, int] = {}
-    current = peak = 0
-    peak_set: dict[str, int] = {}
-    for i in range(-1, end + 1):
-        for t in allocs.get(i, ()):
-            live[t] = _align(sizes[t], align)
-            current += live[t]
-        if current > peak:
-            peak, peak_set = current, dict(live)
-        for t in frees.get(i, ()):
-            current -= live.pop(t, 0)
+    peak, peak_set = _peak(first, last_use, sizes, align, end)
     weights = sum(_align(b, align) for b in resident.values())
-    top = tuple(sorted(peak_set.items(), key=lambda kv: -kv[1])[:5])
+    top = tuple(sorted(peak_set, key=lambda kv: -kv[1])[:5])
     return MemoryPlan(
         weights_bytes=int(weights), activation_peak_bytes=int(peak),
         workspace_bytes=int(product.memory.system_workspace_bytes),

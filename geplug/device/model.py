@@ -14,10 +14,11 @@ op class); a node without one runs on AI Core in its graph dtype.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import numpy as np
 
 from geplug.device.cost import (
     ISSUE_MODES,
@@ -30,7 +31,7 @@ from geplug.device.cost import (
 from geplug.device.ir import Graph, dtype_bytes, numel
 from geplug.device.memory import MemoryPlan, check_fits, plan_memory
 from geplug.device.passes import OptimizedGraph, Task, fuse
-from geplug.device.schedule import Schedule, ScheduledTask, schedule
+from geplug.device.schedule import STREAMS, Schedule, ScheduledTask, schedule_arrays
 from geplug.errors import CompileError
 from geplug.products.schema import Product
 
@@ -161,6 +162,8 @@ def build_device_model(
     opt = fuse(opt, product.graph, engines=engines, patterns=None if fusion else ())
     nodes = {n.name: n for n in graph.nodes}
     held = _device_dtypes(graph, opt, decisions)
+    nbytes = _Bytes(graph, held)
+    op_classes: dict[str, str] = {}
     node_task: dict[str, str] = {}
     plans: list[tuple[Task, TaskCost, str, str, tuple[NodeWork, ...]]] = []
     unresolved: set[str] = set()
@@ -169,11 +172,11 @@ def build_device_model(
         ds = [decisions.get(m) for m in task.members]
         dtypes = [getattr(d, "dtype", "") or _graph_dtype(graph, n) for d, n in
                   zip(ds, members, strict=True)]
-        classes = [getattr(d, "op_class", "") or product.op(n.op_type).op_class
+        classes = [getattr(d, "op_class", "") or _op_class(product, n.op_type, op_classes)
                    for d, n in zip(ds, members, strict=True)]
         works = tuple(node_work(n, graph, k) for n, k in zip(members, classes, strict=True))
         engine = getattr(ds[0], "engine", "AI_CORE") or "AI_CORE"
-        moved = float(sum(_bytes(graph, t, held) for t in (*task.inputs, *task.outputs)))
+        moved = float(sum(nbytes(t) for t in (*task.inputs, *task.outputs)))
         cost = task_cost(members, works, dtypes, engine=engine, bytes_moved=moved,
                          product=product, issue_mode=issue_mode, op_classes=classes)
         for w, n in zip(works, members, strict=True):
@@ -185,57 +188,86 @@ def build_device_model(
         for m in task.members:
             node_task[m] = task.name
         plans.append((task, cost, engine, dtypes[0], works))
-    # the schedule: H2D copies, tasks, D2H copies
-    producer_task = {t: task.name for task, *_ in plans for t in task.outputs}
-    for task, *_ in plans:
+    # the schedule over arrays: H2D copies, tasks, D2H copies (items in that order)
+    feeds = [t for t in graph.inputs if graph.tensor(t) is not None]
+    n_feeds, n_tasks = len(feeds), len(plans)
+    producer: dict[str, int] = {}  # tensor -> item index of the task writing it
+    for k, (task, *_) in enumerate(plans):
+        for t in task.outputs:
+            producer[t] = n_feeds + k
+    for k, (task, *_) in enumerate(plans):
         for m in task.members:
             for t in nodes[m].outputs:
                 if t:
-                    producer_task.setdefault(t, task.name)
-    items: list[tuple[str, str, str, float, Sequence[str]]] = []
-    feeds = [t for t in graph.inputs if graph.tensor(t) is not None]
-    for t in feeds:
-        items.append((f"h2d:{t}", "h2d", "copy", copy_us(_bytes(graph, t, {}), product), ()))
-    for task, cost, engine, _, _ in plans:
-        deps = [producer_task.get(t, f"h2d:{t}") for t in task.inputs]
-        items.append((task.name, "task", "aicpu" if engine == "AI_CPU" else "compute",
-                      cost.duration_us, deps))
-    for t in graph.outputs:
-        root = opt.root(t)
-        src = producer_task.get(root, f"h2d:{root}")
-        items.append((f"d2h:{t}", "d2h", "copy", copy_us(_bytes(graph, t, held), product),
-                      (src,)))
-    sched = schedule(items)
-    by_name = sched.by_name()
+                    producer.setdefault(t, n_feeds + k)
+    copy_item = {t: i for i, t in enumerate(feeds)}
+    dep_item: list[int] = []
+    dep_on: list[int] = []
+
+    def depend(i: int, tensor: str) -> None:
+        j = producer.get(tensor)
+        if j is None:
+            j = copy_item.get(tensor)
+        if j is not None and j < i:  # a later or unknown producer: no dependency
+            dep_item.append(i)
+            dep_on.append(j)
+
+    for k, (task, *_) in enumerate(plans):
+        for t in task.inputs:
+            depend(n_feeds + k, t)
+    outs = list(graph.outputs)
+    for k, t in enumerate(outs):
+        depend(n_feeds + n_tasks + k, opt.root(t))
+    copy, compute, aicpu = STREAMS["copy"], STREAMS["compute"], STREAMS["aicpu"]
+    streams = np.array([copy] * n_feeds
+                       + [aicpu if e == "AI_CPU" else compute for _, _, e, _, _ in plans]
+                       + [copy] * len(outs), np.int64)
+    durations = np.array([copy_us(nbytes.plain(t), product) for t in feeds]
+                         + [c.duration_us for _, c, _, _, _ in plans]
+                         + [copy_us(nbytes(t), product) for t in outs], np.float64)
+    start, dur = schedule_arrays(streams, durations, np.asarray(dep_item, np.int64),
+                                 np.asarray(dep_on, np.int64))
+    names = ([f"h2d:{t}" for t in feeds] + [task.name for task, *_ in plans]
+             + [f"d2h:{t}" for t in outs])
+    kinds = ["h2d"] * n_feeds + ["task"] * n_tasks + ["d2h"] * len(outs)
+    sids, starts, durs = streams.tolist(), start.tolist(), dur.tolist()
+    sched = Schedule(
+        tasks=tuple(ScheduledTask(name=n, kind=k, stream_id=sid, start_ns=st, duration_ns=du)
+                    for n, k, sid, st, du in zip(names, kinds, sids, starts, durs,
+                                                 strict=True)),
+        makespan_ns=int((start + dur).max()) if len(names) else 0)
     task_plans = tuple(
         TaskPlan(task=task, cost=cost, engine=engine, dtype=dtype,
-                 stream_id=by_name[task.name].stream_id, start_ns=by_name[task.name].start_ns,
-                 duration_ns=by_name[task.name].duration_ns, works=works)
-        for task, cost, engine, dtype, works in plans
+                 stream_id=sids[n_feeds + k], start_ns=starts[n_feeds + k],
+                 duration_ns=durs[n_feeds + k], works=works)
+        for k, (task, cost, engine, dtype, works) in enumerate(plans)
     )
-    # memory: tasks in start order
-    ordered = sorted(task_plans, key=lambda p: (p.start_ns, p.stream_id))
+    # memory: tasks in start order (stream id breaking ties)
+    ordered = np.lexsort((streams[n_feeds:n_feeds + n_tasks],
+                          start[n_feeds:n_feeds + n_tasks])).tolist()
     sizes: dict[str, int] = {}
     resident: dict[str, int] = {}
     order: list[tuple[str, list[str], list[str]]] = []
-    for p in ordered:
+    known = opt.known
+    for k in ordered:
+        task = plans[k][0]
         reads = []
-        for t in p.task.inputs:
-            if t in opt.known:
-                resident[t] = _bytes(graph, t, held)
+        for t in task.inputs:
+            if t in known:
+                resident[t] = nbytes(t)
             else:
-                sizes.setdefault(t, _bytes(graph, t, held))
+                if t not in sizes:
+                    sizes[t] = nbytes(t)
                 reads.append(t)
-        writes = []
-        for t in p.task.outputs:
-            sizes.setdefault(t, _bytes(graph, t, held))
-            writes.append(t)
-        order.append((p.name, reads, writes))
+        for t in task.outputs:
+            if t not in sizes:
+                sizes[t] = nbytes(t)
+        order.append((task.name, reads, list(task.outputs)))
     for t in feeds:
-        sizes.setdefault(t, _bytes(graph, t, {}))
-    outs = [opt.root(t) for t in graph.outputs]
+        sizes.setdefault(t, nbytes.plain(t))
+    roots = [opt.root(t) for t in graph.outputs]
     memory = plan_memory(order, sizes, resident=resident, graph_inputs=feeds,
-                         graph_outputs=[t for t in outs if t not in opt.known],
+                         graph_outputs=[t for t in roots if t not in known],
                          product=product, soc_version=soc_version)
     if check_memory:
         check_fits(memory, model_name or graph.name, product)
@@ -252,8 +284,32 @@ def _graph_dtype(graph: Graph, node: Any) -> str:
     return "float32"
 
 
-def _bytes(graph: Graph, name: str, held: Mapping[str, str]) -> int:
-    t = graph.tensor(name)
-    if t is None:
-        return 0
-    return numel(t.shape) * dtype_bytes(held.get(name, t.dtype))
+def _op_class(product: Product, op_type: str, seen: dict[str, str]) -> str:
+    """The product's op class of ``op_type`` (looked up once per op type)."""
+    found = seen.get(op_type)
+    if found is None:
+        found = seen[op_type] = product.op(op_type).op_class
+    return found
+
+
+class _Bytes:
+    """Bytes of a tensor as the device holds it (``held`` dtypes), once per tensor;
+    :meth:`plain` in the graph's own dtype (what a host copy of a graph input moves)."""
+
+    def __init__(self, graph: Graph, held: Mapping[str, str]) -> None:
+        self._tensors = graph.tensors
+        self._held = held
+        self._seen: dict[str, int] = {}
+
+    def __call__(self, name: str) -> int:
+        found = self._seen.get(name)
+        if found is None:
+            t = self._tensors.get(name) if name else None
+            found = 0 if t is None else numel(t.shape) * dtype_bytes(
+                self._held.get(name, t.dtype))
+            self._seen[name] = found
+        return found
+
+    def plain(self, name: str) -> int:
+        t = self._tensors.get(name) if name else None
+        return 0 if t is None else numel(t.shape) * dtype_bytes(t.dtype)
