@@ -10,18 +10,23 @@
   HCCL_CONNECT_TIMEOUT + 20 s (simulated: nothing hangs).
 - ``GEPLUG_SIM_NIC_IP=3=10.0.0.9``: rank 3's NIC really has that address: a rank table
   saying otherwise fails with EI0014.
+
+Every rank's compute time also carries the sourced rank-to-rank variation of
+:mod:`geplug.hccl.variation` (``GEPLUG_SIM_RANK_VARIATION``, ``GEPLUG_SIM_SEED``), read here
+with the faults so every path that stretches a rank's compute applies both.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
 from geplug.errors import HcclError
+from geplug.hccl.variation import RankVariation, read_variation
 
-__all__ = ["ENV", "Faults", "read_faults"]
+__all__ = ["ENV", "Faults", "exec_timeout_error", "read_faults"]
 
 ENV = ("GEPLUG_SIM_SLOW_RANK", "GEPLUG_SIM_SLOW_LINK", "GEPLUG_SIM_DOWN_LINK",
        "GEPLUG_SIM_ABSENT_RANK", "GEPLUG_SIM_NIC_IP")
@@ -40,10 +45,14 @@ class Faults:
     down_links: frozenset[tuple[int, int]] = frozenset()
     absent_ranks: frozenset[int] = frozenset()
     nic_ips: Mapping[int, str] = attrs.field(factory=dict)
+    variation: RankVariation = attrs.field(factory=RankVariation)
+    """Rank-to-rank compute variation (off unless read from the environment)."""
 
-    def compute_factor(self, rank: int) -> float:
-        """How much slower ``rank`` computes (1.0 when it is not slow)."""
-        return self.slow_ranks.get(rank, 1.0)
+    def compute_factor(self, rank: int, size: int) -> float:
+        """How many times its calibrated compute time ``rank`` of a ``size``-rank job takes:
+        its slow-rank factor times its variation factor (a one-rank job has no variation)."""
+        varied = self.variation.factor(rank) if size > 1 else 1.0
+        return self.slow_ranks.get(rank, 1.0) * varied
 
     def link_factor(self, a: int, b: int) -> float:
         """The bandwidth share of the link between ``a`` and ``b``."""
@@ -58,6 +67,27 @@ class Faults:
             raise HcclError(f"fault injection names rank {bad[0]} but the job has {size} ranks "
                             f"(0..{size - 1}); fix {', '.join(ENV)}", ranks=bad,
                             option="GEPLUG_SIM_*")
+
+
+def exec_timeout_error(op_name: str, group: str, late: Sequence[int], waiter: int,
+                       waited_s: float, timeout_s: float, *, simulated: bool) -> HcclError:
+    """HCCL's EI0002 (communication operation time-out): ``waiter`` waited ``waited_s`` at
+    ``op_name`` of ``group`` for ``late`` longer than HCCL_EXEC_TIMEOUT ``timeout_s``.
+
+    The wording is HCCL's ("The wait execution of the Notify register times out. Reason:
+    The Notify register has not received the Notify record from remote rank [..]"), then
+    what geplug knows: who waited how long (simulated device time, or really waited on the
+    host) and the documented fixes."""
+    listing = ", ".join(str(r) for r in late[:16]) + (" ..." if len(late) > 16 else "")
+    how = "simulated" if simulated else "waited"
+    return HcclError(
+        f"EI0002: The wait execution of the Notify register times out. Reason: The Notify "
+        f"register has not received the Notify record from remote rank [{listing}]. task "
+        f"information: [{op_name}], group information: [{group}]: rank {waiter} waited "
+        f"{waited_s:.1f} s ({how}) > HCCL_EXEC_TIMEOUT {timeout_s:g} s. Check whether rank(s) "
+        f"{listing} exited, hung or issue different collectives (e.g. a different number of "
+        "training samples); if they are only slow (saving a checkpoint), find why or raise "
+        "HCCL_EXEC_TIMEOUT", code="EI0002", ranks=list(late), option="HCCL_EXEC_TIMEOUT")
 
 
 def _rank(name: str, raw: str, text: str) -> int:
@@ -92,7 +122,8 @@ def _pair(name: str, raw: str, text: str) -> tuple[int, int]:
 
 
 def read_faults(env: Mapping[str, str] | None = None) -> Faults:
-    """The faults ``env`` (default ``os.environ``) injects; HcclError naming a bad value."""
+    """The faults ``env`` (default ``os.environ``) injects and its rank variation (on by
+    default); HcclError naming a bad value."""
     env = os.environ if env is None else env
     slow: dict[int, float] = {}
     name = "GEPLUG_SIM_SLOW_RANK"
@@ -124,4 +155,4 @@ def read_faults(env: Mapping[str, str] | None = None) -> Faults:
                             f"{name}=3=10.0.0.9", option=name)
         ips[_rank(name, raw, r)] = ip.strip()
     return Faults(slow_ranks=slow, slow_links=links, down_links=down, absent_ranks=absent,
-                  nic_ips=ips)
+                  nic_ips=ips, variation=read_variation(env))

@@ -7,8 +7,10 @@
   per-step data exceeds it runs in several loops (each pays the step latencies again).
 - ``HCCL_CONNECT_TIMEOUT``: integer seconds in [120, 7200], default 120: link set-up; the
   real wait is the value plus 20 s.
-- ``HCCL_EXEC_TIMEOUT``: seconds, default 1836; the training series rounds down to a multiple
-  of 68 (minimum 68); 0 means never on the other families.
+- ``HCCL_EXEC_TIMEOUT``: seconds, default 1836. The training and inference series accept
+  (0, 17340] and round down to a multiple of 68 (minimum 68); A2, A3 and Atlas 350 accept
+  [0, 2147483647], 0 meaning never (CANN environment-variable reference,
+  HCCL_EXEC_TIMEOUT).
 
 Every bad value is an :class:`~geplug.errors.HcclError` naming the variable, the value and
 the accepted range.
@@ -30,6 +32,12 @@ ALGORITHMS = ("ring", "H-D_R", "NHR", "NHR_V1", "NB", "pipeline", "pairwise")
 OP_KINDS = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce", "scatter",
             "alltoall")
 """Op types HCCL_ALGO may name."""
+DEFAULT_EXEC_TIMEOUT_S = 1836.0
+EXEC_TIMEOUT_MAX_S = 2147483647
+"""HCCL_EXEC_TIMEOUT's maximum on the families that do not round it (A2, A3, Atlas 350)."""
+EXEC_TIMEOUT_STEPS_MAX = 255
+"""On families that round HCCL_EXEC_TIMEOUT to ``exec_timeout_step_s`` (68 s), the documented
+maximum is 17340 s = 255 steps."""
 CONNECT_EXTRA_S = 20
 """HCCL waits HCCL_CONNECT_TIMEOUT + 20 s before it reports a set-up failure."""
 
@@ -122,6 +130,32 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int | Non
     return value
 
 
+def _exec_timeout(env: Mapping[str, str], step: int) -> float:
+    """HCCL_EXEC_TIMEOUT checked against the product's documented range: (0, 255 x step]
+    rounded down to a multiple of ``step`` (minimum ``step``) where the product rounds
+    (training and inference series: (0, 17340], 17340 = 255 x 68), else [0, 2147483647]
+    with 0 meaning never."""
+    name = "HCCL_EXEC_TIMEOUT"
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return DEFAULT_EXEC_TIMEOUT_S
+    hi = EXEC_TIMEOUT_STEPS_MAX * step if step else EXEC_TIMEOUT_MAX_S
+    rng = f"(0, {hi}]" if step else f"[0, {hi}] (0: never time out)"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise _fail(name, raw, f"expected a number of seconds in {rng}",
+                    f"export {name}={DEFAULT_EXEC_TIMEOUT_S:g}") from None
+    if not (0 < value <= hi if step else 0 <= value <= hi):
+        why = (f"out of range {rng} on this product" + (
+            f" (it rounds down to a multiple of {step} s; 0 does not turn the time-out off "
+            "here)" if step else ""))
+        raise _fail(name, raw, why, f"export {name}={DEFAULT_EXEC_TIMEOUT_S:g}")
+    if step:
+        return float(max(step, int(value) // step * step))
+    return value
+
+
 def read_settings(env: Mapping[str, str] | None = None, *,
                   exec_timeout_step_s: int = 0) -> HcclSettings:
     """The HCCL settings of ``env`` (default ``os.environ``).
@@ -133,19 +167,6 @@ def read_settings(env: Mapping[str, str] | None = None, *,
     algo = _parse_algo(env.get("HCCL_ALGO", "") or "")
     buff = _int(env, "HCCL_BUFFSIZE", 200, 1, None)
     connect = _int(env, "HCCL_CONNECT_TIMEOUT", 120, 120, 7200)
-    raw = (env.get("HCCL_EXEC_TIMEOUT") or "").strip()
-    exec_s = 1836.0
-    if raw:
-        try:
-            exec_s = float(raw)
-        except ValueError:
-            raise _fail("HCCL_EXEC_TIMEOUT", raw, "expected a number of seconds",
-                        "export HCCL_EXEC_TIMEOUT=1836") from None
-        if not 0 <= exec_s <= 2147483647:
-            raise _fail("HCCL_EXEC_TIMEOUT", raw, "out of range [0, 2147483647]",
-                        "export HCCL_EXEC_TIMEOUT=1836")
-    if exec_timeout_step_s:
-        exec_s = float(max(exec_timeout_step_s, int(exec_s) // exec_timeout_step_s
-                           * exec_timeout_step_s))
+    exec_s = _exec_timeout(env, exec_timeout_step_s)
     return HcclSettings(algo=algo, buffsize_mb=buff, connect_timeout_s=connect,
                         exec_timeout_s=exec_s)

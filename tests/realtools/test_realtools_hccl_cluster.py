@@ -78,8 +78,10 @@ def eight(tmp_path_factory: pytest.TempPathFactory) -> sqlite3.Connection:
     os.chdir(root)
     onnx.save(_model(8), "ar.onnx")
     (root / "cfg.toml").write_text(PROFILING)
-    assert main(["run", "ar.onnx", "--ranks", "8", "--product", "atlas_a2", "--config",
-                 "cfg.toml", "--quiet"]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GEPLUG_SIM_RANK_VARIATION", "0")  # exact model times: no variation
+        assert main(["run", "ar.onnx", "--ranks", "8", "--product", "atlas_a2", "--config",
+                     "cfg.toml", "--quiet"]) == 0
     return _analyse(str(root / "prof"), "all")
 
 
@@ -108,6 +110,7 @@ def test_cluster_communication_matrix_has_every_hccs_peer_link(eight):
                            "GEPLUG_REALTOOLS_LARGE=1 runs it")
 def test_analytic_1024_ranks_are_read_by_cluster_all(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEPLUG_SIM_RANK_VARIATION", "0")  # exact model times: no variation
     onnx.save(_model(1024), "ar.onnx")
     (tmp_path / "cfg.toml").write_text(PROFILING)
     assert main(["run", "ar.onnx", "--ranks", "1024", "--analytic", "--product", "atlas_a2",

@@ -38,6 +38,7 @@ from geplug.events import (
     TensorRecord,
 )
 from geplug.hccl import Faults, HcclSettings, Topology, simulate
+from geplug.hccl.faults import exec_timeout_error
 from geplug.hccl.model import CollectiveCost
 from geplug.hccl.report import comm_info
 from geplug_simulator.collective import (
@@ -164,13 +165,8 @@ def _exec_check(settings: HcclSettings, c: Collective, arrivals: Sequence[float]
     spread = float(max(arrivals) - min(arrivals))
     if spread > settings.exec_timeout_s * 1e6:
         first = int(np.argmin(np.asarray(arrivals)))
-        raise HcclError(
-            f"EI0002: The wait execution of the Notify register times out. Reason: The Notify "
-            f"register has not received the Notify record from remote rank: [{last}]. task "
-            f"information: [{c.hccl_name}], group information: [hccl_world_group]: rank "
-            f"{first} waited {spread / 1e6:.1f} s (simulated) > HCCL_EXEC_TIMEOUT "
-            f"{settings.exec_timeout_s:g} s. Find why rank {last} is slow, or raise "
-            "HCCL_EXEC_TIMEOUT", code="EI0002", ranks=[last], option="HCCL_EXEC_TIMEOUT")
+        raise exec_timeout_error(c.hccl_name, "hccl_world_group", [last], first, spread / 1e6,
+                                 settings.exec_timeout_s, simulated=True)
 
 
 class ClusterJob:
@@ -357,7 +353,7 @@ class ClusterJob:
                 break
             for r, rank in enumerate(self.ranks):
                 plan: OpPlan = plans[r][i]
-                factor = self.faults.compute_factor(r)
+                factor = self.faults.compute_factor(r, n)
                 t = float(clocks[r])
                 if dumps[r]:
                     em = rank.compiled._emitter
@@ -455,7 +451,7 @@ def run_analytic(topo: Topology, open_rank: OpenSystem, model: Any, *, steps: in
             raise _absent_error(topo, faults, settings, split.collectives[0])
         costs = {c.name: simulate(topo, c.kind, in_bytes[c.name], settings, faults,
                                   root=c.root, peer=c.dest) for c in split.collectives}
-        factors = np.array([faults.compute_factor(r) for r in range(n)])
+        factors = np.array([faults.compute_factor(r, n) for r in range(n)])
         # the per-rank schedule of one step: (op index or collective, start per rank, ...)
         by_pos: dict[int, list[Collective]] = {}
         for coll in split.collectives:

@@ -87,7 +87,8 @@ def test_allreduce_on_8_ranks_gives_every_rank_the_exact_sum(job_dir):
         assert np.array_equal(out[f"rank{r}/y"], np.maximum(total, 0))
 
 
-def test_8_ranks_write_8_prof_dirs_with_the_hccl_models_collective_time(job_dir):
+def test_8_ranks_write_8_prof_dirs_with_the_hccl_models_collective_time(job_dir, monkeypatch):
+    monkeypatch.setenv("GEPLUG_SIM_RANK_VARIATION", "0")  # exact model times: no variation
     assert main(["run", "ar.onnx", "--ranks", "8", "--product", "atlas_a2",
                  "--config", "cfg.toml"]) == 0
     dirs = sorted(glob.glob("prof/PROF_*"))
@@ -185,7 +186,8 @@ def test_per_rank_inputs_come_from_npy_files_with_rank_in_the_path(job_dir):
     assert np.all(np.load("o.npz")["rank5/y"] == sum(range(8)) * 0.5)
 
 
-def test_analytic_mode_matches_the_exact_runs_collective_times(job_dir):
+def test_analytic_mode_matches_the_exact_runs_collective_times(job_dir, monkeypatch):
+    monkeypatch.setenv("GEPLUG_SIM_RANK_VARIATION", "0")  # exact model times: no variation
     assert main(["run", "ar.onnx", "--ranks", "8", "--analytic", "--product", "atlas_a2",
                  "--config", "cfg.toml"]) == 0
     dirs = glob.glob("prof/PROF_*")
@@ -228,3 +230,45 @@ def test_a_single_system_refuses_a_collective_and_points_at_ranks(job_dir, capsy
     assert main(["run", "ar.onnx", "--product", "atlas_a2"]) == 1
     err = capsys.readouterr().err
     assert "node 'ar' is a collective" in err and "--ranks N" in err
+
+
+def _waits(key: str = "Synchronization Time(ms)") -> dict[int, float]:
+    waits = {}
+    for d in glob.glob("prof/PROF_*"):
+        rank, comm = _comm(d)
+        waits[rank] = comm["hcom_allReduce__ar@hccl_world_group"][
+            "Communication Time Info"][key]
+    return waits
+
+
+def test_rank_to_rank_variation_makes_slower_ranks_wait_less(job_dir):
+    assert main(["run", "ar.onnx", "--ranks", "8", "--product", "atlas_a2",
+                 "--config", "cfg.toml"]) == 0
+    waits = _waits()
+    faults = read_faults({})  # the default variation
+    by_speed = sorted(range(8), key=lambda r: faults.compute_factor(r, 8))
+    assert waits[by_speed[-1]] == 0 and waits[by_speed[0]] > 0
+    ordered = [waits[r] for r in by_speed]  # fastest first: it waits longest
+    assert ordered == sorted(ordered, reverse=True) and len(set(ordered)) >= 6
+
+
+def test_default_slow_rank_waits_least_and_the_others_wait_about_its_compute(job_dir,
+                                                                            monkeypatch):
+    monkeypatch.setenv("GEPLUG_SIM_SLOW_RANK", "3")
+    assert main(["run", "ar.onnx", "--ranks", "8", "--product", "atlas_a2",
+                 "--config", "cfg.toml"]) == 0
+    waits = _waits()
+    assert waits[3] == 0
+    fast = [w for r, w in waits.items() if r != 3]
+    assert min(fast) > 0.5 * max(fast)  # everyone waits about rank 3's extra compute
+
+
+def test_ranks_further_apart_than_hccl_exec_timeout_fail_with_ei0002(job_dir, monkeypatch,
+                                                                     capsys):
+    monkeypatch.setenv("GEPLUG_SIM_SLOW_RANK", "3:1e9")
+    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "1")
+    assert main(["run", "ar.onnx", "--ranks", "8", "--product", "atlas_a2"]) == 1
+    err = capsys.readouterr().err
+    assert "EI0002: The wait execution of the Notify register times out" in err
+    assert "remote rank [3]" in err and "HCCL_EXEC_TIMEOUT 1 s" in err
+    assert "Traceback" not in err

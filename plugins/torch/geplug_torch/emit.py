@@ -56,6 +56,7 @@ class GraphEmitter:
         self.model = model
         self.graph = graph
         self._tasks: list[tuple[tuple[str, Any], ...]] | None = None
+        self._tasks_factor = 1.0
         self._prefix = "gradients/" if graph.phase == "backward" else ""
         self.last_overflows: list[Any] | None = None
 
@@ -88,7 +89,7 @@ class GraphEmitter:
         if dump or targets or runtime.profilers:
             self._emit(step, values, targets)
         else:
-            runtime.clock_us = runtime.now() + self.graph.span_us
+            runtime.clock_us = runtime.now() + self.graph.span_us * runtime.compute_factor
         model.runs += 1
         return out
 
@@ -113,7 +114,8 @@ class GraphEmitter:
         system = runtime.system
         run = runtime.run_info(self.model, step)
         runs = [runtime.run_info(self.model, step, s) for s in targets]
-        tasks = self._task_templates() if runs else None
+        factor = runtime.compute_factor  # a slow or varied rank: every kernel longer
+        tasks = self._task_templates(factor) if runs else None
         for r in runs:  # graph mode: the host launches the whole graph with one call
             r.system.emit_profile(ApiCall(
                 run=r, name=f"AscendCL@aclmdlExecute({self.model.name}:{self.graph.phase})",
@@ -123,7 +125,7 @@ class GraphEmitter:
         base = runtime.base_us
         starts: list[float] = []
         for index, op in enumerate(self.graph.ops):
-            t = t0 + op.start_us  # the core's stream schedule
+            t = t0 + op.start_us * factor  # the core's stream schedule
             if values is not None:
                 event = DumpEvent(
                     kind="data", run=run, op=op.record,
@@ -137,15 +139,18 @@ class GraphEmitter:
                 for r in runs:
                     r.system.emit_profile(stamp(tasks[index], r, t))
             starts.append(t)
-        runtime.clock_us = t0 + self.graph.span_us
+        runtime.clock_us = t0 + self.graph.span_us * factor
         for prof in runtime.profilers:
             prof.record_ops(runtime, self.model, self.graph, step, starts)
 
-    def _task_templates(self) -> list[tuple[tuple[str, Any], ...]]:
-        if self._tasks is None:
+    def _task_templates(self, factor: float = 1.0) -> list[tuple[tuple[str, Any], ...]]:
+        """Each op's static task fields, its duration ``factor`` times the model's."""
+        if self._tasks is None or self._tasks_factor != factor:
+            self._tasks_factor = factor
             placeholder = self.model.runtime.run_info(self.model, -1)
             self._tasks = [task_fields(TaskEvent(
-                run=placeholder, op=op.record, start_us=0.0, duration_us=op.duration_us,
+                run=placeholder, op=op.record, start_us=0.0,
+                duration_us=op.duration_us * factor,
                 wait_us=0.0, flops=op.flops, bytes_moved=op.bytes_moved,
                 input_shapes=[m.shape for m in op.inputs],
                 input_dtypes=[_device_dtype(op, m) for m in op.inputs],

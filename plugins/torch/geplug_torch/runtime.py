@@ -45,6 +45,7 @@ class TorchRuntime:
         """model id -> the iteration whose StepEvent begin was emitted."""
         self._lock = threading.RLock()
         self._advanced_since_profiler_step = False
+        self._compute_factor: float | None = None
         install_optimizer_hook(self)
 
     # -- compile ---------------------------------------------------------------------------
@@ -123,6 +124,19 @@ class TorchRuntime:
                        model_id=model.model_id, step=step, device_id=self.system.device_id,
                        dynamic_shape=model.dynamic_shape, time_base_us=self.base_us)
 
+    @property
+    def compute_factor(self) -> float:
+        """How many times its calibrated time this rank's device compute takes: in a job of
+        2+ ranks, its ``GEPLUG_SIM_SLOW_RANK`` factor times its rank-to-rank variation
+        (:func:`geplug_torch.distributed.rankenv.rank_compute_factor`); 1.0 alone."""
+        if self._compute_factor is None:
+            import os
+
+            from geplug_torch.distributed.rankenv import rank_compute_factor
+
+            self._compute_factor = rank_compute_factor(os.environ)
+        return self._compute_factor
+
     def now(self) -> float:
         """The simulated device clock, µs after ``base_us``.
 
@@ -164,7 +178,7 @@ class TorchRuntime:
             if not self._open:
                 return
             self.saw_training_step = True
-            self.clock_us = self.now() + self._refresh_us(optimizer)
+            self.clock_us = self.now() + self._refresh_us(optimizer) * self.compute_factor
             self._advance()
             self._advanced_since_profiler_step = True
 

@@ -1,28 +1,41 @@
 """A plain DDP training script, as users run it with torchrun (used by test_torch_hccl_*).
 
-    torchrun --nproc_per_node 2 hccl_ddp_job.py BACKEND OUT [--profile] [--compile]
+    torchrun --nproc_per_node N hccl_ddp_job.py BACKEND OUT [--profile] [--compile] [--db]
+        [--steps=K] [--stall-rank=R]
 
 Trains a small MLP for 3 steps with DistributedDataParallel on ``BACKEND`` (hccl or gloo),
 each rank on its own data, and saves every step's gradients to ``OUT/grads_<rank>.pt``;
 then all-reduces on a ``new_group`` of rank 0 alone (``OUT/subgroup.pt``).
 With ``--profile`` the steps run under geplug_torch.profiler (torch_npu's API), which
 writes ``OUT/prof/*_ascend_pt``; with ``--compile`` the model runs through
-``torch.compile(backend=geplug_torch.backend(...))`` (its kernels on the simulated device).
+``torch.compile(backend=geplug_torch.backend(...))`` (its kernels on the simulated device);
+``--db`` adds the profiler's database export (``ascend_pytorch_profiler_{rank}.db``);
+``--steps=K`` trains K steps instead of 3; ``--stall-rank=R`` makes rank R sleep 120 s after
+``init_process_group`` (a rank that never reaches the first collective).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 
-def main(backend: str, out: str, profile: bool, compiled: bool) -> None:
+def _option(args: list[str], name: str, default: int) -> int:
+    found = [a.split("=", 1)[1] for a in args if a.startswith(f"--{name}=")]
+    return int(found[-1]) if found else default
+
+
+def main(backend: str, out: str, args: list[str]) -> None:
+    profile, compiled, db = ("--profile" in args, "--compile" in args, "--db" in args)
     dist.init_process_group(backend)
     rank = dist.get_rank()
+    if rank == _option(args, "stall-rank", -1):
+        time.sleep(120)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
                                 torch.nn.Linear(64, 8))
@@ -40,11 +53,13 @@ def main(backend: str, out: str, profile: bool, compiled: bool) -> None:
     if profile:
         from geplug_torch import profiler
 
+        exports = [profiler.ExportType.Text] + ([profiler.ExportType.Db] if db else [])
         prof = profiler.profile(
             activities=[profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.NPU],
+            experimental_config=profiler._ExperimentalConfig(export_type=exports),
             on_trace_ready=profiler.tensorboard_trace_handler(os.path.join(out, "prof")))
         prof.start()
-    for _ in range(3):
+    for _ in range(_option(args, "steps", 3)):
         x = torch.randn(16, 32, generator=gen)
         y = torch.randn(16, 8, generator=gen)
         opt.zero_grad()
@@ -66,4 +81,4 @@ def main(backend: str, out: str, profile: bool, compiled: bool) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], "--profile" in sys.argv[3:], "--compile" in sys.argv[3:])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -28,13 +29,14 @@ PARAM_BYTES = (32 * 64 + 64 + 64 * 8 + 8) * 4
 """The script's MLP: one DDP gradient bucket of float32 parameters."""
 
 
-def torchrun(out: str, *args: str, env: dict[str, str] | None = None
+def torchrun(out: str, *args: str, env: dict[str, str] | None = None, nproc: int = 2
              ) -> subprocess.CompletedProcess[str]:
-    """Run the DDP script on 2 local ranks (the torchrun of the venv running the tests)."""
+    """Run the DDP script on ``nproc`` local ranks (the torchrun of the venv running the
+    tests)."""
     run_env = {**os.environ, "GEPLUG_PRODUCT": "atlas_a2", "OMP_NUM_THREADS": "1",
                **(env or {})}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-           "2", JOB, *args]
+           str(nproc), JOB, *args]
     os.makedirs(out, exist_ok=True)
     return subprocess.run(cmd, env=run_env, cwd=out, capture_output=True, text=True,
                           timeout=600)
@@ -48,7 +50,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     for key, backend, extra in (("gloo", "gloo", ()), ("hccl", "hccl", ("--profile",)),
                                 ("compiled", "hccl", ("--profile", "--compile"))):
         out = os.path.join(root, key)
-        done = torchrun(out, backend, out, *extra)
+        # exact model times: the rank-to-rank variation pinned off
+        done = torchrun(out, backend, out, *extra, env={"GEPLUG_SIM_RANK_VARIATION": "0"})
         assert done.returncode == 0, done.stderr[-3000:]
         dirs[key] = out
     return dirs
@@ -139,3 +142,12 @@ def test_a_rank_that_never_joins_ends_with_hccls_connect_timeout_not_a_hang(tmp_
     assert done.returncode != 0
     assert "EI0006: Getting socket times out" in done.stderr
     assert "rank(s) 1 never joined" in done.stderr and "300 s + 20 s = 320 s" in done.stderr
+
+
+def test_a_rank_that_never_reaches_a_collective_ends_with_hccls_exec_timeout(tmp_path):
+    done = torchrun(str(tmp_path), "hccl", str(tmp_path), "--stall-rank=1",
+                    env={"HCCL_EXEC_TIMEOUT": "2"})
+    assert done.returncode != 0
+    assert ("EI0002: The wait execution of the Notify register times out. Reason: The Notify "
+            "register has not received the Notify record from remote rank [1]") in done.stderr
+    assert re.search(r"rank 0 waited 2\.\d s \(waited\) > HCCL_EXEC_TIMEOUT 2 s", done.stderr)

@@ -80,3 +80,76 @@ def test_an_unknown_geplug_product_is_refused_with_the_known_ones():
     with pytest.raises(HcclError, match=r"GEPLUG_PRODUCT='atlas_z9': unknown product "
                                         r"'atlas_z9': did you mean .*'atlas_a2'"):
         resolve_product({"GEPLUG_PRODUCT": "atlas_z9"})
+
+
+def test_a_slow_rank_of_a_torchrun_job_computes_its_factor_longer():
+    from geplug_torch.distributed.rankenv import rank_compute_factor
+
+    env = {"RANK": "3", "WORLD_SIZE": "4", "GEPLUG_SIM_SLOW_RANK": "3:2.5",
+           "GEPLUG_SIM_RANK_VARIATION": "0"}
+    assert rank_compute_factor(env) == 2.5
+    assert rank_compute_factor({**env, "RANK": "1"}) == 1.0
+
+
+def test_a_process_outside_a_multi_rank_job_never_varies():
+    from geplug_torch.distributed.rankenv import rank_compute_factor
+
+    assert rank_compute_factor({"GEPLUG_SIM_SLOW_RANK": "0"}) == 1.0
+    assert rank_compute_factor({"RANK": "0", "WORLD_SIZE": "1"}) == 1.0
+
+
+def _forward_device_time(monkeypatch, env: dict[str, str]) -> tuple[float, list[float]]:
+    """One forward of a small compiled MLP: the device clock's advance and the kernels'
+    durations (read from the profiling events the runtime emits)."""
+    import geplug_torch
+    import torch
+
+    from geplug import hookimpl
+    from geplug.events import TaskEvent
+    from geplug.hookspecs import PLUGIN_API
+    from geplug.plugin import PluginManager, reset_manager
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    seen: list[float] = []
+
+    class Kernels:
+        GEPLUG_PLUGIN_API = PLUGIN_API
+
+        @hookimpl
+        def geplug_profile(self, event):
+            if isinstance(event, TaskEvent) and event.op.task_type != "COMMUNICATION":
+                seen.append(event.duration_us)
+
+    before = get_manager()
+    fresh = PluginManager().load()
+    fresh.register(Kernels(), "kernel_catcher")
+    reset_manager(fresh)
+    be = geplug_torch.backend(product="atlas_a2", config={"profiling_mode": True,
+                                                          "profiling_options": {
+                                                              "output": "prof",
+                                                              "task_time": "on"}})
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU())
+        with torch.no_grad():
+            torch.compile(model, backend=be)(torch.ones(8, 32))
+        return be.runtime.now(), seen
+    finally:
+        be.shutdown()
+        reset_manager(before)
+
+
+def test_a_slow_ranks_kernels_are_longer_not_followed_by_a_gap(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    alone, kernels = _forward_device_time(monkeypatch, {"GEPLUG_SIM_RANK_VARIATION": "0"})
+    slow, slow_kernels = _forward_device_time(monkeypatch, {
+        "RANK": "3", "WORLD_SIZE": "4", "GEPLUG_SIM_SLOW_RANK": "3",
+        "GEPLUG_SIM_RANK_VARIATION": "0"})  # exactly the default factor 2
+    assert kernels and len(slow_kernels) == len(kernels)
+    assert slow_kernels == pytest.approx([2 * k for k in kernels])
+    assert slow == pytest.approx(2 * alone)
+
+
+def test_hccl_exec_timeout_outside_its_range_fails_init_naming_it(a2):
+    with pytest.raises(HcclError, match=r"HCCL_EXEC_TIMEOUT='-1'.*\[0, 2147483647\]"):
+        read_job_env(a2, 0, 2, {"HCCL_EXEC_TIMEOUT": "-1"})

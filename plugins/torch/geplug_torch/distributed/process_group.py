@@ -14,7 +14,9 @@ rehearses it without the wait (simulated time, as in ONNX jobs).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -32,12 +34,17 @@ from torch._C._distributed_c10d import (
 )
 
 from geplug.errors import HcclError
+from geplug.hccl.faults import ENV as FAULT_ENV
+from geplug.hccl.faults import exec_timeout_error
 from geplug_torch.distributed.rankenv import JobEnv, read_job_env, resolve_product
-from geplug_torch.distributed.timing import CommClock
+from geplug_torch.distributed.timing import HCCL_OPS, CommClock
 
 __all__ = ["HcclProcessGroup", "create"]
 
 _JOIN = "geplug_hccl_join/"
+_ARRIVE = "geplug_hccl_arrive/"
+_FOREVER = timedelta(seconds=2147483647)
+"""HCCL_EXEC_TIMEOUT=0 (never time out)."""
 _PythonProcessGroup: Any = dist.ProcessGroup
 """torch's ProcessGroup with its Python trampoline (its stubs describe the C++ overloads,
 not the Python override signatures torch calls, so the base is typed ``Any``)."""
@@ -89,15 +96,20 @@ class HcclProcessGroup(_PythonProcessGroup):
         product = resolve_product(os.environ)
         world = os.environ.get("WORLD_SIZE", "").strip()
         if world.isdigit() and int(world) != size:
-            # a new_group sub-group: timed as a job of its own size on generated servers
+            # a new_group sub-group: timed as a job of its own size on generated servers;
+            # the injected faults name world ranks, so they stay with the world group
             env = {k: v for k, v in os.environ.items()
                    if k not in ("RANK_ID", "RANK_SIZE", "RANK_TABLE_FILE", "DEVICE_ID",
-                                "ASCEND_DEVICE_ID")}
+                                "ASCEND_DEVICE_ID", *FAULT_ENV)}
             self.job = read_job_env(product, rank, size, env)
         else:
             self.job = read_job_env(product, rank, size)
         _rendezvous(store, self.job)
+        self.store = store
+        self._rounds = 0
+        """Arrival exchanges so far (equal on every rank: they pair the store keys)."""
         self.gloo: Any = ProcessGroupGloo(store, rank, size, timeout)
+        self._kind = "barrier"
         tag = HcclProcessGroup._made
         HcclProcessGroup._made += 1
         self.clock = CommClock(self.job, self._exchange,
@@ -109,12 +121,30 @@ class HcclProcessGroup(_PythonProcessGroup):
         return "hccl"
 
     def _exchange(self, arrival: float) -> list[float]:
-        mine = torch.tensor([arrival], dtype=torch.float64)
-        every = [torch.empty_like(mine) for _ in range(self.size())]
-        self.gloo.allgather([every], [mine]).wait()
-        return [float(t.item()) for t in every]
+        """Every rank's arrival (µs), through the store: a rank that does not arrive within
+        HCCL_EXEC_TIMEOUT (really waited; 0: never) is HCCL's EI0002, not a hang."""
+        n, rank, size = self._rounds, self.rank(), self.size()
+        self._rounds += 1
+        keys = [f"{_ARRIVE}{n}/{r}" for r in range(size)]
+        self.store.set(keys[rank], repr(arrival))
+        limit = self.job.settings.exec_timeout_s
+        started = time.monotonic()
+        try:
+            self.store.wait(keys, timedelta(seconds=limit) if limit else _FOREVER)
+        except Exception:  # the store's time-out (DistStoreError / RuntimeError)
+            late = [r for r, k in enumerate(keys) if not self.store.check([k])]
+            raise exec_timeout_error(
+                f"hcom_{HCCL_OPS[self._kind][0]}__{self.clock.tag}_{self.clock.seq - 1}_1",
+                self.clock.group, late or list(range(size)), rank,
+                time.monotonic() - started, limit, simulated=False) from None
+        every = [float(v) for v in self.store.multi_get(keys)]
+        if n:  # every rank has read round n - 1 (it has set its key of round n)
+            with contextlib.suppress(Exception):
+                self.store.delete_key(f"{_ARRIVE}{n - 1}/{rank}")
+        return every
 
     def _time(self, kind: str, tensors: list[torch.Tensor], **kw: Any) -> None:
+        self._kind = kind
         nbytes = float(sum(t.numel() * t.element_size() for t in tensors))
         first = tensors[0] if tensors else torch.empty(0)
         self.clock.collective(kind, nbytes, _dtype(first), tuple(first.shape), **kw)

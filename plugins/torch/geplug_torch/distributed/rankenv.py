@@ -20,7 +20,7 @@ import attrs
 from geplug.errors import GeplugError, HcclError
 from geplug.hccl import Faults, HcclSettings, Topology, read_faults, read_settings
 
-__all__ = ["PRODUCT_ENV", "JobEnv", "read_job_env", "resolve_product"]
+__all__ = ["PRODUCT_ENV", "JobEnv", "rank_compute_factor", "read_job_env", "resolve_product"]
 
 PRODUCT_ENV = "GEPLUG_PRODUCT"
 """The product an ``hccl`` process group simulates when no ``geplug_torch.backend(...)``
@@ -127,3 +127,19 @@ def read_job_env(product: Any, rank: int, size: int,
     settings = read_settings(env, exec_timeout_step_s=topo.caps.exec_timeout_step_s)
     return JobEnv(product=product, rank=rank, size=size, device_id=device, topology=topo,
                   settings=settings, faults=faults)
+
+
+def rank_compute_factor(env: Mapping[str, str]) -> float:
+    """How many times its calibrated time this process's device compute takes: in a job of
+    2+ ranks (``RANK_ID`` / ``RANK`` of ``RANK_SIZE`` / ``WORLD_SIZE``, as torchrun sets
+    them), the slow-rank factor times the rank-to-rank variation of
+    :meth:`geplug.hccl.Faults.compute_factor`; 1.0 in a process outside such a job."""
+    rank = _int(env, "RANK_ID")
+    if rank is None:
+        rank = _int(env, "RANK")
+    size = _int(env, "RANK_SIZE")
+    if size is None:
+        size = _int(env, "WORLD_SIZE")
+    if rank is None or size is None or size < 2 or rank >= size:
+        return 1.0
+    return read_faults(env).compute_factor(rank, size)

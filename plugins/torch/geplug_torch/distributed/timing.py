@@ -1,9 +1,10 @@
 """Each collective of the ``hccl`` process group timed by the HCCL model and emitted.
 
 A collective starts on this rank when its simulated device clock (the torch runtime's, which
-compiled graphs advance) reaches it; a slow rank (``GEPLUG_SIM_SLOW_RANK``) reaches it
-``factor`` times later than its compute alone would (the stretch shows as a gap before its
-collectives). The ranks exchange their arrival times over gloo, so every rank knows when the
+compiled graphs advance) reaches it; a slow rank (``GEPLUG_SIM_SLOW_RANK``) and the
+rank-to-rank variation reach it later because every kernel of theirs is longer
+(:attr:`geplug_torch.runtime.TorchRuntime.compute_factor`). The ranks exchange their
+arrival times (through the job's store), so every rank knows when the
 last one arrived: the collective begins then and takes the HCCL model's time over the job's
 topology; each rank's task runs from its own arrival to the common end, its
 synchronisation is the wait for the last rank. The task is a ``COMMUNICATION``
@@ -22,6 +23,7 @@ from typing import Any
 
 from geplug.events import OpRecord, RunInfo, TaskEvent
 from geplug.hccl import CollectiveCost, comm_info, simulate
+from geplug.hccl.faults import exec_timeout_error
 from geplug_torch.distributed.rankenv import JobEnv
 
 __all__ = ["HCCL_OPS", "CommClock", "Exchange"]
@@ -112,7 +114,7 @@ class CommClock:
         runtime = self.runtime()
         j = self.job
         now = float(runtime.now())
-        arrival = self.last_end + (now - self.last_end) * j.faults.compute_factor(j.rank)
+        arrival = max(now, self.last_end)
         if kind in ("send", "recv"):
             src, dst = (j.rank, peer) if kind == "send" else (peer, j.rank)
             cost = self.cost("send", nbytes, peer=dst, root=src)
@@ -120,7 +122,9 @@ class CommClock:
             model_rank = src
         else:
             cost = self.cost(kind, nbytes, root=root)
-            begin = max(self.exchange(arrival))
+            arrivals = list(self.exchange(arrival))
+            self._exec_check(name, arrivals)
+            begin = max(arrivals)
             model_rank = j.rank
         end = begin + cost.duration_us
         info = comm_info(name, kind, cost, model_rank, j.size, begin - arrival, end - arrival,
@@ -146,6 +150,17 @@ class CommClock:
                     output_shapes=[tuple(shape)], output_dtypes=[dtype], comm=info))
         runtime.clock_us = end
         self.last_end = end
+
+    def _exec_check(self, name: str, arrivals: Sequence[float]) -> None:
+        """Simulated HCCL_EXEC_TIMEOUT: ranks arriving further apart than it (device time)
+        fail with EI0002 - every rank, as every rank sees the same arrivals."""
+        limit = self.job.settings.exec_timeout_s
+        spread = max(arrivals) - min(arrivals)
+        if limit and spread > limit * 1e6:
+            late = max(range(len(arrivals)), key=lambda r: arrivals[r])
+            first = min(range(len(arrivals)), key=lambda r: arrivals[r])
+            raise exec_timeout_error(name, self.group, [late], first, spread / 1e6, limit,
+                                     simulated=True)
 
     def close(self) -> None:
         """Shut our own system down (its files complete)."""
