@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from geplug_simulator.exact import MAX_CHECKED_CONSTANT, constant_of
 from geplug_simulator.importer import ELEM_TYPES, ImportedModel
 
 __all__ = ["BF16", "F16", "F32", "GraphBuilder", "to_device"]
@@ -40,6 +41,8 @@ class GraphBuilder:
         self.names: set[str] = set()
         self.init_protos = {i.name: i for i in imported.model.graph.initializer}
         self.constants: dict[str, np.ndarray] = {}
+        self.constant_nodes: dict[str, onnx.NodeProto] = {}
+        """``Constant`` nodes by output name (their values are decoded on demand)."""
         for name, t in imported.types.items():
             if t.dtype in ELEM_TYPES:
                 self.value_types[name] = ELEM_TYPES[t.dtype]
@@ -56,6 +59,22 @@ class GraphBuilder:
         if name not in self.constants:
             self.constants[name] = numpy_helper.to_array(self.init_protos[name])
         return self.constants[name]
+
+    def known_constant(self, name: str) -> tuple[bool, np.ndarray | None]:
+        """Whether ``name`` is a constant of the graph (an initializer the caller cannot
+        feed, or a ``Constant`` node's output), and its value when it has at most
+        :data:`~geplug_simulator.exact.MAX_CHECKED_CONSTANT` elements."""
+        proto = self.init_protos.get(name)
+        if proto is not None and name not in self.imported.inputs:
+            if int(np.prod(proto.dims, dtype=np.int64)) > MAX_CHECKED_CONSTANT:
+                return True, None
+            return True, self.constant(name)
+        node = self.constant_nodes.get(name)
+        if node is not None:
+            value = constant_of(node)
+            small = value is not None and value.size <= MAX_CHECKED_CONSTANT
+            return True, value if small else None
+        return False, None
 
     def add(self, op: str, inputs: Sequence[str], out: str, tag: str, **attrs_: object) -> str:
         self.nodes.append(helper.make_node(op, list(inputs), [out], name=self.uniq(tag),

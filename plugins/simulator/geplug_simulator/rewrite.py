@@ -6,6 +6,9 @@ its outputs rounded the same way, so float16/bfloat16 rounding and overflow to i
 (DESIGN.md "The simulator"). Tensors the source graph stores in float16/bfloat16 keep their
 type between ops; an op reading them computes on float32 copies. An op whose decision keeps
 float32 is left untouched, so a float32 model under must_keep_origin_dtype runs as it is.
+A tensor already exact in the device dtype gets no Cast pair (rounding it is the identity,
+:mod:`geplug_simulator.exact`): the rounded output of a lowered op, and what a selecting op
+(ReLU, Clip, MaxPool, Reshape, Transpose, ...) makes of such tensors.
 
 For float16 ops in ``high_performance`` mode, SoftmaxV2, LRN and average Pooling are replaced
 by subgraphs whose intermediates are held in float16 (the cheap implementation,
@@ -24,9 +27,10 @@ from onnx import TensorProto, numpy_helper
 
 from geplug.errors import CompileError
 from geplug.precision import OpDecision
+from geplug_simulator.exact import exact_in
 from geplug_simulator.fp16impl import IMPL_REWRITTEN_OPS, cheap_fp16
 from geplug_simulator.graphbuild import BF16, F16, F32, GraphBuilder, to_device
-from geplug_simulator.importer import ELEM_TYPES, ImportedModel
+from geplug_simulator.importer import ELEM_TYPES, ImportedModel, TensorType
 
 __all__ = ["IMPL_REWRITTEN_OPS", "RewrittenModel", "TensorRef", "rewrite", "to_device"]
 
@@ -68,6 +72,27 @@ class RewrittenModel:
         return self.constants[name]
 
 
+def _dtype_of(types: Mapping[str, TensorType], name: str) -> str | None:
+    t = types.get(name)
+    return t.dtype if t is not None else None
+
+
+def _carry_exactness(b: GraphBuilder, node: onnx.NodeProto) -> None:
+    """Record a node that runs as it is: a ``Constant``'s value for later checks, and the
+    outputs of a selecting op whose inputs are exact in a dtype (:mod:`.exact`)."""
+    types = b.imported.types
+    if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+        b.constant_nodes[node.output[0]] = node
+        return
+    dtype = exact_in(node, ((n, _dtype_of(types, n)) for n in node.input if n),
+                     b.rounded_as.get, b.known_constant)
+    if dtype is None:
+        return
+    for out in node.output:
+        if out and _dtype_of(types, out) == F32:
+            b.rounded_as[out] = dtype
+
+
 def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> RewrittenModel:
     """The model to run for ``decisions`` (one per node, in node order)."""
     b = GraphBuilder(imported)
@@ -81,6 +106,7 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
         d = by_node.get(node.name)
         if d is None:  # folded, view or dead: computed as it is (geplug.device.passes)
             b.nodes.append(node)
+            _carry_exactness(b, node)
             op_inputs[node.name] = tuple(
                 TensorRef(n, types[n].dtype if n in types else "", n) for n in node.input if n
             )
@@ -105,6 +131,7 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
         )
         if plain:
             b.nodes.append(node)
+            _carry_exactness(b, node)
             op_inputs[node.name] = tuple(
                 TensorRef(n, types[n].dtype if n in types else "", n) for n in node.input if n
             )
@@ -115,6 +142,7 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
         new = onnx.NodeProto()
         new.CopyFrom(node)
         ins: list[TensorRef] = []
+        rounded_in: set[str] = set()
         for i, name in enumerate(node.input):
             if not name:
                 continue
@@ -132,9 +160,18 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
                 if dev not in (orig, F32):
                     fed = b.round_to(fed, dev, node.name)
             new.input[i] = fed
+            rounded_in.add(fed)
             ins.append(TensorRef(fed, dev, name))
         outs: list[TensorRef] = []
         finals: list[tuple[str, str]] = []
+        # a selecting op lowered to the dtype it outputs, every input of the original float
+        # dtype rounded to it and every other input of a known non-float dtype
+        selecting = (
+            orig == F32 and out_dt == dev and dev != F32
+            and exact_in(new, ((n, F32 if n in rounded_in else _dtype_of(types, n))
+                               for n in new.input if n),
+                         b.rounded_as.get, b.known_constant) == dev
+        )
         for i, name in enumerate(node.output):
             if not name:
                 continue
@@ -144,6 +181,10 @@ def rewrite(imported: ImportedModel, decisions: Sequence[OpDecision]) -> Rewritt
                 continue
             if orig == F32 and out_dt == F32:
                 outs.append(TensorRef(name, F32, name))
+                continue
+            if selecting:  # its values are its inputs' rounded values: no rounding
+                b.rounded_as[name] = out_dt
+                outs.append(TensorRef(name, out_dt, name))
                 continue
             raw = b.uniq(f"{name}::raw")
             b.value_types[raw] = TensorProto.FLOAT
