@@ -153,3 +153,18 @@ def test_a_slow_ranks_kernels_are_longer_not_followed_by_a_gap(monkeypatch, tmp_
 def test_hccl_exec_timeout_outside_its_range_fails_init_naming_it(a2):
     with pytest.raises(HcclError, match=r"HCCL_EXEC_TIMEOUT='-1'.*\[0, 2147483647\]"):
         read_job_env(a2, 0, 2, {"HCCL_EXEC_TIMEOUT": "-1"})
+
+
+def test_a_rank_that_never_joins_is_named_after_the_really_waited_connect_timeout(a2):
+    import attrs
+    import torch.distributed as dist
+    from geplug_torch.distributed.process_group import _rendezvous
+
+    job = read_job_env(a2, 0, 2, {})
+    # the real wait is HCCL_CONNECT_TIMEOUT + 20 s (>= 140 s): shortened to 1 s here
+    job = attrs.evolve(job, settings=attrs.evolve(job.settings, connect_timeout_s=-19))
+    with pytest.raises(HcclError) as err:
+        _rendezvous(dist.HashStore(), job)
+    assert err.value.code == "EI0006" and err.value.ranks == (1,)
+    assert "rank(s) 1 never joined communicator hccl_world_group" in str(err.value)
+    assert "(waited)" in str(err.value)
