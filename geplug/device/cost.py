@@ -11,6 +11,8 @@
   ``transcendental_flops`` instructions per element; bytes at
   ``memory_bandwidth_gbps * vector_bandwidth_fraction`` (``matrix_bandwidth_fraction`` for a
   memory-bound matrix op), split over as many cores as ``vector_bytes_per_core`` fills.
+- **on-chip reuse**: the bytes of intermediate tensors whose working set fits in
+  ``l2_cache_mib`` (:func:`l2_resident_bytes`) move at ``l2_bandwidth_gbps`` instead.
 - **AI CPU** ops at ``aicpu_gflops`` plus ``aicpu_task_overhead_us``.
 - the **task overhead** is ``task_overhead_us[issue_mode]``: ``graph`` for a sunk graph
   (GE sessions, ATC models), ``single_op`` for ops launched one by one from the host.
@@ -22,14 +24,15 @@ only, one overhead. Unresolved dimensions count as 1 and are reported (``unresol
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
 from geplug.device.ir import Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
 
-__all__ = ["ISSUE_MODES", "NodeWork", "TaskCost", "cube_time_us", "node_work", "task_cost",
+__all__ = ["GATHER_OPS", "ISSUE_MODES", "NodeWork", "TaskCost", "cube_time_us",
+           "gather_unread_bytes", "l2_resident_bytes", "node_work", "task_cost",
            "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
@@ -88,6 +91,19 @@ class TaskCost:
     cube_fraction: float
     task_type: str
     unresolved: bool = False
+    l2_bytes: float = 0.0
+    """The part of ``bytes_moved`` served by L2 (:func:`l2_resident_bytes`)."""
+    memory_no_l2_us: float = 0.0
+    """``memory_us`` were every byte moved to and from memory (no L2 reuse): what the task
+    costs when its tensors must outlive the step's liveness (a training forward saves its
+    activations for the backward)."""
+
+    @property
+    def duration_no_l2_us(self) -> float:
+        """``duration_us`` without L2 reuse (see ``memory_no_l2_us``)."""
+        if not self.l2_bytes:
+            return self.duration_us
+        return self.overhead_us + max(self.compute_us, self.memory_no_l2_us)
 
 
 def _dims(graph: Graph, name: str) -> tuple[int, ...]:
@@ -258,16 +274,44 @@ def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str) -> tuple[float, 
         return gemm.flops / (rate * compute.vector_efficiency * 1e12) * 1e6, cores
     eff = compute.cube_efficiency.get(dtype, 1.0)
     tm, tn, tk = compute.cube_tile  # lengths checked when the declaration is loaded
-    bm, bn = compute.cube_block
     mp = -(-gemm.m // tm) * tm
     np_ = -(-gemm.n // tn) * tn
     kp = -(-gemm.k // tk) * tk
-    blocks = gemm.batch * -(-mp // bm) * -(-np_ // bn)
-    used = min(cores, blocks)
-    waves = -(-blocks // cores)
-    block_flops = 2.0 * min(bm, mp) * min(bn, np_) * (kp + compute.cube_k_latency)
     per_core = peak * eff * 1e12 / cores
-    return waves * block_flops / per_core * 1e6 * gemm.sequential, int(used)
+    best: tuple[float, int] | None = None
+    for bm, bn in _block_candidates(compute.cube_block, tm, tn):
+        blocks = gemm.batch * -(-mp // bm) * -(-np_ // bn)
+        waves = -(-blocks // cores)
+        block_flops = 2.0 * min(bm, mp) * min(bn, np_) * (kp + compute.cube_k_latency)
+        t = waves * block_flops / per_core * 1e6 * gemm.sequential
+        if best is None or t < best[0]:
+            best = (t, min(cores, blocks))
+    assert best is not None
+    return best[0], int(best[1])
+
+
+def _block_candidates(block: Sequence[int], tm: int, tn: int) -> list[tuple[int, int]]:
+    """The output blocks the matmul tiling may pick: the declared base block and its
+    halvings (N, then M and N), never below the cube tile. CANN's tiling shrinks the base
+    block when a GEMM has too few blocks to fill the cores; every block still pays the
+    pipeline fill, so smaller blocks win only where they balance the waves."""
+    bm, bn = int(block[0]), int(block[1])
+    out = [(bm, bn)]
+    for m, n in ((bm, bn // 2), (bm // 2, bn // 2)):
+        if m >= tm and n >= tn and (m, n) not in out:
+            out.append((m, n))
+    return out
+
+
+def _memory_us(bytes_moved: float, l2_bytes: float, c: ComputeModel, memory_rate: float,
+               share: float) -> float:
+    """Time to move ``bytes_moved``: the L2-served part at the declared L2 bandwidth, the
+    rest at ``memory_rate`` (bytes/s), both over the ``share`` of cores the task uses."""
+    l2 = min(max(l2_bytes, 0.0), bytes_moved) if c.l2_bandwidth_gbps > 0 else 0.0
+    us = (bytes_moved - l2) / (memory_rate * share) * 1e6
+    if l2:
+        us += l2 / (c.l2_bandwidth_gbps * 1e9 * share) * 1e6
+    return us
 
 
 def task_cost(
@@ -280,8 +324,12 @@ def task_cost(
     product: Product,
     issue_mode: str = "graph",
     op_classes: Sequence[str] = (),
+    l2_bytes: float = 0.0,
 ) -> TaskCost:
-    """The cost of one task made of ``nodes`` (their ``works`` and compute ``dtypes``)."""
+    """The cost of one task made of ``nodes`` (their ``works`` and compute ``dtypes``).
+
+    ``l2_bytes``: the part of ``bytes_moved`` served by L2 (:func:`l2_resident_bytes`),
+    moved at ``l2_bandwidth_gbps`` instead of the memory bandwidth."""
     c = product.compute
     overhead = c.task_overhead_us.get(issue_mode, c.launch_overhead_us)
     cubes = [w.cube_flops if w.gemms else 0.0 for w in works]
@@ -322,7 +370,8 @@ def task_cost(
         used = min(cores, max(1, math.ceil(bytes_moved / max(c.vector_bytes_per_core, 1))))
         frac = c.vector_bandwidth_fraction
         compute_us = vector_us * cores / used
-    memory_us = bytes_moved / (bw * frac * used / cores) * 1e6
+    memory_us = _memory_us(bytes_moved, l2_bytes, c, bw * frac, used / cores)
+    memory_no_l2_us = bytes_moved / (bw * frac * used / cores) * 1e6
     if matrix:
         task_type = "AI_CORE"
         if product.profiling.mix_aic_large_matmul and cube_flops > 1e9 and any(
@@ -337,7 +386,104 @@ def task_cost(
         memory_us=memory_us, block_dim=int(used),
         cube_fraction=(cube_us / busy if matrix and busy > 0 else 0.0) if matrix else 0.0,
         task_type=task_type, unresolved=unresolved,
+        l2_bytes=min(max(l2_bytes, 0.0), bytes_moved) if c.l2_bandwidth_gbps > 0 else 0.0,
+        memory_no_l2_us=memory_no_l2_us,
     )
+
+
+def l2_resident_bytes(
+    tasks: Sequence[tuple[Sequence[str], Sequence[str]]],
+    sizes: Mapping[str, float],
+    *,
+    capacity_bytes: float,
+    eligible: frozenset[str] | set[str],
+    fixed: frozenset[str] | set[str] = frozenset(),
+    slices: Mapping[str, int] | None = None,
+    moved: Sequence[float] | None = None,
+) -> list[float]:
+    """Bytes of each task's reads and writes served by the L2 cache instead of memory.
+
+    ``tasks``: (tensors read, tensors written) per task, in execution order; ``sizes``:
+    bytes of every tensor; ``eligible``: the intermediate tensors the device produces and
+    consumes (not graph inputs, outputs or weights, which live in memory); ``fixed``:
+    tensors that do not shrink with a batch slice (weights, constants); ``slices``: the
+    batch slices an eligible tensor's window may be cut into (its leading dimension);
+    ``moved``: the bytes each task really moves when that is less than its tensors' sizes
+    (a gather reads only the rows it gathers, :func:`gather_unread_bytes`).
+
+    The rule (``docs/device-model.md``, "On-chip reuse"): a tensor written by task ``i``
+    and last read by task ``j`` stays in L2 when the working set of tasks ``i..j`` (every
+    byte they read or write, the tensor itself counted once) fits in ``capacity_bytes``,
+    the activations of the window taken per batch slice when ``slices`` allows (GE's L2
+    fusion runs such a chain slice by slice); its write and all its reads are then L2
+    traffic. Tensor-grain LRU reuse, bounded conservatively: a tensor read twice inside the
+    window counts twice.
+    """
+    n = len(tasks)
+    out = [0.0] * n
+    if capacity_bytes <= 0 or not eligible or n == 0:
+        return out
+    prefix = [0.0] * (n + 1)
+    fixed_prefix = [0.0] * (n + 1)
+    written: dict[str, int] = {}
+    last_read: dict[str, int] = {}
+    touches: dict[str, int] = {}
+    for i, (reads, writes) in enumerate(tasks):
+        total_moved = pinned = 0.0
+        for t in reads:
+            b = sizes.get(t, 0.0)
+            total_moved += b
+            if t in fixed:
+                pinned += b
+            if t in eligible:
+                last_read[t] = i
+                touches[t] = touches.get(t, 0) + 1
+        for t in writes:
+            total_moved += sizes.get(t, 0.0)
+            if t in eligible and t not in written:
+                written[t] = i
+                touches[t] = touches.get(t, 0) + 1
+        if moved is not None and moved[i] < total_moved:
+            # what a task does not read is part of a weight (a gather's table)
+            pinned = max(pinned - (total_moved - moved[i]), 0.0)
+            total_moved = moved[i]
+        prefix[i + 1] = prefix[i] + total_moved
+        fixed_prefix[i + 1] = fixed_prefix[i] + pinned
+    resident: set[str] = set()
+    for t, i in written.items():
+        j = last_read.get(t)
+        if j is None or j <= i:
+            continue
+        size = sizes.get(t, 0.0)
+        pinned = fixed_prefix[j + 1] - fixed_prefix[i]
+        active = prefix[j + 1] - prefix[i] - pinned - size * (touches[t] - 1)
+        parts = max(int(slices.get(t, 1)), 1) if slices else 1
+        if pinned + active / parts <= capacity_bytes:
+            resident.add(t)
+    if not resident:
+        return out
+    for i, (reads, writes) in enumerate(tasks):
+        out[i] = float(sum(sizes.get(t, 0.0) for t in (*reads, *writes) if t in resident))
+    return out
+
+
+GATHER_OPS = frozenset({"Gather", "GatherV2", "GatherNd", "GatherElements"})
+"""Op types whose data input (input 0) is read only where the indices point."""
+
+
+def gather_unread_bytes(nodes: Sequence[Node], task_inputs: Sequence[str],
+                        nbytes: Callable[[str], float]) -> float:
+    """Bytes of a task's external inputs it never reads: a gather (an embedding lookup)
+    reads from its table only the rows it gathers, as many bytes as it writes, not the
+    table. ``nbytes``: a tensor's bytes as the device holds it."""
+    unread = 0.0
+    external = set(task_inputs)
+    for node in nodes:
+        if node.op_type in GATHER_OPS and node.inputs and node.outputs and (
+                node.inputs[0] in external):
+            table = nbytes(node.inputs[0])
+            unread += max(table - min(table, nbytes(node.outputs[0])), 0.0)
+    return unread
 
 
 def tensor_bytes(graph: Graph, names: Sequence[str], dtypes: Mapping[str, str]) -> float:

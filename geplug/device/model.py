@@ -24,6 +24,8 @@ from geplug.device.cost import (
     ISSUE_MODES,
     NodeWork,
     TaskCost,
+    gather_unread_bytes,
+    l2_resident_bytes,
     node_work,
     task_cost,
     with_ai_cores,
@@ -167,7 +169,8 @@ def build_device_model(
     node_task: dict[str, str] = {}
     plans: list[tuple[Task, TaskCost, str, str, tuple[NodeWork, ...]]] = []
     unresolved: set[str] = set()
-    for task in opt.tasks:
+    l2_served = _l2_served(opt, graph, nodes, nbytes, product)
+    for index, task in enumerate(opt.tasks):
         members = [nodes[m] for m in task.members]
         ds = [decisions.get(m) for m in task.members]
         dtypes = [getattr(d, "dtype", "") or _graph_dtype(graph, n) for d, n in
@@ -177,8 +180,10 @@ def build_device_model(
         works = tuple(node_work(n, graph, k) for n, k in zip(members, classes, strict=True))
         engine = getattr(ds[0], "engine", "AI_CORE") or "AI_CORE"
         moved = float(sum(nbytes(t) for t in (*task.inputs, *task.outputs)))
+        moved -= gather_unread_bytes(members, task.inputs, nbytes)
         cost = task_cost(members, works, dtypes, engine=engine, bytes_moved=moved,
-                         product=product, issue_mode=issue_mode, op_classes=classes)
+                         product=product, issue_mode=issue_mode, op_classes=classes,
+                         l2_bytes=l2_served[index])
         for w, n in zip(works, members, strict=True):
             if w.unresolved:
                 for t in (*n.inputs, *n.outputs):
@@ -274,6 +279,37 @@ def build_device_model(
     return DeviceModel(graph=opt, tasks=task_plans, schedule=sched, memory=memory,
                        issue_mode=issue_mode, unresolved=tuple(sorted(unresolved)),
                        node_task=node_task)
+
+
+def _l2_served(opt: OptimizedGraph, graph: Graph, nodes: Mapping[str, Any],
+               nbytes: _Bytes, product: Product) -> list[float]:
+    """Per task (in ``opt.tasks`` order, the compute stream's order), the bytes served by
+    L2 (:func:`~geplug.device.cost.l2_resident_bytes`). Eligible: tensors a task writes
+    that are neither graph outputs nor known at compile; weights and constants (known)
+    count whole in every window, activations per slice of their leading dimension."""
+    capacity = product.compute.l2_cache_mib * (1 << 20)
+    if capacity <= 0 or product.compute.l2_bandwidth_gbps <= 0:
+        return [0.0] * len(opt.tasks)
+    outputs = {opt.root(t) for t in graph.outputs}
+    io = [(task.inputs, task.outputs) for task in opt.tasks]
+    eligible = {t for task in opt.tasks for t in task.outputs
+                if t and t not in outputs and t not in opt.known}
+    sizes = {t: float(nbytes(t)) for reads, writes in io for t in (*reads, *writes) if t}
+    slices = {t: _leading_dim(graph, t) for t in eligible}
+    moved = [sum(sizes.get(t, 0.0) for t in (*task.inputs, *task.outputs) if t)
+             - gather_unread_bytes([nodes[m] for m in task.members], task.inputs,
+                                   lambda t: sizes.get(t, 0.0)) for task in opt.tasks]
+    return l2_resident_bytes(io, sizes, capacity_bytes=capacity, eligible=eligible,
+                             fixed=opt.known, slices=slices, moved=moved)
+
+
+def _leading_dim(graph: Graph, name: str) -> int:
+    """The leading (batch) dimension of ``name``: the slices L2 fusion may cut it into."""
+    t = graph.tensor(name)
+    if t is None or not t.shape:
+        return 1
+    d = t.shape[0]
+    return int(d) if isinstance(d, int) and d > 0 else 1
 
 
 def _graph_dtype(graph: Graph, node: Any) -> str:

@@ -237,8 +237,10 @@ def training_step(model: DeviceModel, product: Product, *, optimizer: str = "mom
     forward: list[TrainingTask] = []
     backward: list[TrainingTask] = []
     for plan in model.tasks:
+        # the forward's activations are saved for the backward: they outlive the forward
+        # graph's liveness, so no L2 reuse (docs/device-model.md, "On-chip reuse")
         forward.append(TrainingTask(name=plan.name, op_type=plan.task.op_type,
-                                    phase="forward", duration_us=plan.cost.duration_us,
+                                    phase="forward", duration_us=plan.cost.duration_no_l2_us,
                                     flops=plan.cost.flops, bytes_moved=plan.cost.bytes_moved))
         if any(nodes[m].op_type in _BN for m in plan.task.members) and plan.cost.cube_flops:
             y = _output_bytes(model, plan)

@@ -354,6 +354,14 @@ def _check_compute(compute: Any, errors: list[tuple[str, str]]) -> None:
         value = getattr(compute, key)
         if not 0 < value <= 1:
             errors.append((f"compute.{key}", f"expected a share in (0, 1], got {value!r}"))
+    for key in ("l2_cache_mib", "l2_bandwidth_gbps"):
+        value = getattr(compute, key)
+        if not value >= 0:
+            errors.append((f"compute.{key}", f"expected a number >= 0, got {value!r}"))
+    if compute.l2_cache_mib > 0 and not compute.l2_bandwidth_gbps > 0:
+        errors.append(("compute.l2_bandwidth_gbps", "l2_cache_mib = "
+                       f"{compute.l2_cache_mib!r} needs the achieved L2 bandwidth: expected a "
+                       f"number > 0, got {compute.l2_bandwidth_gbps!r}"))
     for dtype, share in compute.cube_efficiency.items():
         if not 0 < share <= 1:
             errors.append((f"compute.cube_efficiency.{dtype}",

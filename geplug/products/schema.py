@@ -265,6 +265,13 @@ class ComputeModel:
     issues the sunk task list) and ``single_op`` (each op launched from the host, eager)."""
     aicpu_task_overhead_us: float = 0.0
     """Extra fixed cost of an AI CPU task (kernel dispatch to the device's CPU cores)."""
+    l2_cache_mib: float = 0.0
+    """On-chip L2 cache / L2 buffer capacity, MiB. An intermediate tensor whose working set
+    (producer to last consumer) fits is written and read at ``l2_bandwidth_gbps`` instead of
+    memory bandwidth (:func:`geplug.device.cost.l2_resident_bytes`). 0: no L2 term, every
+    tensor moves at ``memory_bandwidth_gbps``."""
+    l2_bandwidth_gbps: float = 0.0
+    """Achieved L2 bandwidth, GB/s (whole chip); required > 0 when ``l2_cache_mib`` > 0."""
 
 
 def _patterns(value: Any) -> Mapping[str, tuple[tuple[str, ...], ...]]:

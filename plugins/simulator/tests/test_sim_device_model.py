@@ -14,7 +14,7 @@ from geplug_simulator import netbuild as nb
 
 import geplug
 from geplug.cli.main import main
-from geplug.device import DeviceMemoryError
+from geplug.device import DeviceMemoryError, DeviceModel
 
 
 def _system(product: str, mode: str = "must_keep_origin_dtype", **extra: object) -> object:
@@ -74,12 +74,55 @@ def _bert_base_width() -> onnx.ModelProto:
     return nb.bert(layers=1, hidden=768, heads=12, seq=128, batch=8)
 
 
+def _step(model: onnx.ModelProto, product: str, mode: str) -> DeviceModel:
+    """The device model ``geplug compile``/``run`` build for ``model``, costed without
+    running it: a model built with ``weights="input"`` (shapes only) has its weight inputs
+    relabelled as resident weights, as an initializer would be (the first graph input is
+    the data)."""
+    import attrs
+    from geplug_simulator.devicegraph import device_graph
+    from geplug_simulator.importer import import_model
+    from geplug_simulator.runtime import device_infos
+
+    from geplug.device import build_device_model, optimize
+    from geplug.precision import decide
+
+    system = geplug.open_device(product, {"precision_mode": mode})
+    try:
+        data = model.graph.input[0].name
+        imported = import_model(model)
+        graph = device_graph(imported)
+        weights = {i.name for i in model.graph.input} - {data}
+        graph = attrs.evolve(graph, inputs=(data,), tensors={
+            k: attrs.evolve(t, kind="weight") if k in weights else t
+            for k, t in graph.tensors.items()})
+        opt = optimize(graph, system.product.graph)
+        decisions = decide(device_infos(attrs.evolve(imported, inputs=(data,)), opt),
+                           system.product, system.config)
+        return build_device_model(opt, system.product, {d.node: d for d in decisions},
+                                  check_memory=False)
+    finally:
+        system.shutdown()
+
+
 @pytest.mark.requires_products("atlas_a2")
-def test_bf16_mixed_precision_halves_bert_base_width_on_atlas_a2() -> None:
-    model = _bert_base_width()
-    fp32 = _system("atlas_a2", "must_keep_origin_dtype").compile(model)
-    bf16 = _system("atlas_a2", "allow_mix_precision_bf16").compile(model)
-    assert bf16.device.compute_span_us <= 0.5 * fp32.device.compute_span_us
+def test_costing_a_shape_only_model_gives_the_step_geplug_run_reports() -> None:
+    kw = {"layers": 1, "hidden": 64, "heads": 4, "seq": 16, "batch": 2, "vocab": 500}
+    compiled = _system("atlas_a2", "allow_mix_precision_bf16").compile(nb.bert(**kw))
+    costed = _step(nb.bert(**kw, weights="input"), "atlas_a2", "allow_mix_precision_bf16")
+    assert costed.makespan_us == pytest.approx(compiled.simulated_time_us, rel=1e-6)
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_bf16_mixed_precision_halves_a_bert_base_step_on_atlas_a2() -> None:
+    # BERT-base: 12 layers of hidden 768, 12 heads, FFN 3072, its 30,522-token vocabulary;
+    # int64 token ids in, an embedding gather, a float32 hidden state out (seq 128, batch 8)
+    model = nb.bert(layers=12, hidden=768, heads=12, seq=128, batch=8, vocab=30522,
+                    weights="input")
+    fp32 = _step(model, "atlas_a2", "must_keep_origin_dtype")
+    bf16 = _step(model, "atlas_a2", "allow_mix_precision_bf16")
+    assert [t.name for t in fp32.copies()] == ["h2d:ids", "d2h:y"]  # the whole step
+    assert bf16.makespan_us <= 0.5 * fp32.makespan_us
 
 
 @pytest.mark.requires_products("atlas_350", "atlas_a3", "atlas_a2", "atlas_train")
