@@ -201,6 +201,10 @@ class TaskEvent:
     know per-task events read it like any other task."""
 
 
+def _plans(values: Any) -> tuple[Any, ...]:
+    return tuple(values)
+
+
 @attrs.frozen(kw_only=True)
 class GraphEvent:
     """A model was compiled: its ops in execution order (``run.step`` is -1).
@@ -215,6 +219,10 @@ class GraphEvent:
     memory_bytes: int = 0
     """Device memory the loaded model holds (the device model's plan: weights, activation
     peak, workspace); 0 = not modelled. The profiling collectors' npu_mem records use it."""
+    memory_plans: tuple[Any, ...] = attrs.field(default=(), converter=_plans)
+    """The model's :class:`~geplug.device.memory.MemoryPlan` per graph (one for inference,
+    forward and backward for training), task names as in ``ops``; () = not modelled. The
+    memory profiling records (task_memory) replay them each step."""
 
 
 @attrs.frozen(kw_only=True)

@@ -92,6 +92,7 @@ PROFILING_KEY_KINDS: Mapping[str, str] = MappingProxyType({
     "l2": "switch",
     "msproftx": "switch",
     "runtime_api": "switch",
+    "task_memory": "switch",
     "sys_hardware_mem_freq": "frequency",
     "llc_profiling": "choice",
     "sys_io_sampling_freq": "frequency",
@@ -109,8 +110,9 @@ PROFILING_KEY_KINDS: Mapping[str, str] = MappingProxyType({
 ``frequency`` (a sampling rate, product maxima in ``[profiling]``), ``metrics`` (an
 :data:`AIC_METRICS_GROUPS` group or ``Custom:``), ``op`` (an op name), ``path``, ``size``
 (``<n>MB``), ``choice`` (``llc_profiling``: read/write), ``list`` (comma list),
-``undocumented`` (``power``: accepted by the collector, no documented values). The 2026
-collector's extra keys (``sys_lp_freq``, ``task_block``, ...) are not accepted yet."""
+``undocumented`` (``power``: accepted by the collector, no documented values). Of the 2026
+collector's extra keys only ``task_memory`` (msprof ``--task-memory``, CANN operator memory)
+is accepted; the others (``sys_lp_freq``, ``task_block``, ...) are not yet."""
 PROFILING_KEYS = tuple(PROFILING_KEY_KINDS)
 """The keys of :data:`PROFILING_KEY_KINDS`, in the documented order."""
 PROFILING_LEVELS: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -127,7 +129,7 @@ FREQUENCY_KEYS = tuple(k for k, kind in PROFILING_KEY_KINDS.items() if kind == "
 COLLECTION_KEYS = (
     "training_trace", "task_trace", "hccl", "aicpu", "fp_point", "bp_point", "aic_metrics",
     "aiv_metrics", "l2", "task_time", "runtime_api", "ge_api", "msproftx", "llc_profiling",
-    "host_sys", "power",
+    "host_sys", "power", "task_memory",
 )
 """The keys that turn a collection on (options.md §3.3): what an
 ``instr_profiling_exclusions`` list may name."""

@@ -46,6 +46,7 @@ class ProfilingOptions:
     l2: str | None = attrs.field(default=None, converter=_opt_str)
     msproftx: str | None = attrs.field(default=None, converter=_opt_str)
     runtime_api: str | None = attrs.field(default=None, converter=_opt_str)
+    task_memory: str | None = attrs.field(default=None, converter=_opt_str)
     sys_hardware_mem_freq: str | None = attrs.field(default=None, converter=_opt_str)
     llc_profiling: str | None = attrs.field(default=None, converter=_opt_str)
     sys_io_sampling_freq: str | None = attrs.field(default=None, converter=_opt_str)

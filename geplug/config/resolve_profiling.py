@@ -115,6 +115,9 @@ class Effective:
     aicpu: bool = False
     msproftx: bool = False
     runtime_api: bool = False
+    task_memory: bool = False
+    """CANN operator memory (``task_memory``; msprof ``--task-memory``): NPU_OP_MEM,
+    operator_memory and memory_record from the models' memory plans."""
     ge_api: str = "off"
     storage_limit_mb: int = 0
     host_sys: tuple[str, ...] = ()
@@ -195,6 +198,7 @@ def effective_profiling(opts: ProfilingOptions, product: Product, output_root: s
                        ("bp_point", "bp_point"), ("aiv_group", "aiv_metrics"), ("l2", "l2"),
                        ("hccl", "hccl"), ("aicpu", "aicpu"), ("msproftx", "msproftx"),
                        ("runtime_api", "runtime_api"), ("ge_api", "ge_api"),
+                       ("task_memory", "task_memory"),
                        ("storage_limit_mb", "storage_limit"), ("host_sys", "host_sys"),
                        ("host_sys_usage", "host_sys_usage"),
                        ("sys_hardware_mem_freq", "sys_hardware_mem_freq"),
@@ -228,6 +232,7 @@ def effective_profiling(opts: ProfilingOptions, product: Product, output_root: s
         aicpu=_switch(opts.aicpu),
         msproftx=_switch(opts.msproftx),
         runtime_api=_switch(opts.runtime_api),
+        task_memory=_switch(opts.task_memory),
         ge_api=opts.ge_api or "off",
         storage_limit_mb=parse_storage_limit(opts.storage_limit),
         host_sys=tuple(v for v in _list(opts.host_sys) if v in caps.host_sys),

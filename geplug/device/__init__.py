@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from geplug.device.cost import ISSUE_MODES, NodeWork, TaskCost, node_work, task_cost
 from geplug.device.ir import Graph, Node, Tensor, dtype_bytes, numel
-from geplug.device.memory import DeviceMemoryError, MemoryPlan, capacity_bytes
+from geplug.device.memory import DeviceMemoryError, MemoryBlock, MemoryPlan, capacity_bytes
 from geplug.device.model import DeviceModel, TaskPlan, build_device_model, copy_us
 from geplug.device.passes import Fusion, OptimizedGraph, Task, fuse, optimize
 from geplug.device.patterns import DEFAULT_PATTERNS
@@ -25,6 +25,7 @@ __all__ = [
     "DeviceModel",
     "Fusion",
     "Graph",
+    "MemoryBlock",
     "MemoryPlan",
     "Node",
     "NodeWork",

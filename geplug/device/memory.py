@@ -19,9 +19,62 @@ import numpy as np
 from geplug.errors import CompileError
 from geplug.products.schema import Product
 
-__all__ = ["DeviceMemoryError", "MemoryPlan", "capacity_bytes", "plan_memory"]
+__all__ = ["DeviceMemoryError", "Liveness", "MemoryBlock", "MemoryPlan", "capacity_bytes",
+           "plan_memory"]
 
 _GIB = 1 << 30
+
+
+@attrs.frozen
+class MemoryBlock:
+    """One planned tensor: who writes it, its aligned bytes and its life in task indexes.
+
+    ``first`` is the index of the task that writes it (-1: a graph input, live before the
+    first task); ``last`` the index of the last task that reads it (``len(tasks)``: a graph
+    output, live to the end of the step; ``len(tasks) + 1``: never freed). The plan allocates
+    at ``first`` and frees after ``last``; the memory profiling records
+    (``geplug.profiling.memory_records``) replay it.
+    """
+
+    tensor: str
+    owner: str
+    """The task that writes the tensor (a graph input: the input's name)."""
+    nbytes: int
+    first: int
+    last: int
+
+
+@attrs.frozen(eq=False)
+class Liveness:
+    """What the planner computed, kept by reference so a plan's per-tensor view costs
+    nothing at compile: :meth:`blocks` builds it on demand (the profiling writers)."""
+
+    order: Sequence[tuple[str, Sequence[str], Sequence[str]]]
+    first: Mapping[str, int]
+    last_use: Mapping[str, int]
+    sizes: Mapping[str, int]
+    resident: Mapping[str, int]
+    align: int
+    prefix: str = ""
+    """Put before task names (a backend's op names: ``gradients/`` for a backward graph)."""
+
+    def tasks(self) -> tuple[str, ...]:
+        p = self.prefix
+        return tuple(p + name for name, _, _ in self.order)
+
+    def blocks(self) -> tuple[MemoryBlock, ...]:
+        end = len(self.order)
+        names = self.tasks()
+        out = []
+        for t, i in sorted(self.first.items(), key=lambda kv: kv[1]):
+            last = self.last_use.get(t, i)
+            out.append(MemoryBlock(t, names[i] if i >= 0 else t,
+                                   _align(self.sizes[t], self.align), i,
+                                   last if last >= i else end + 1))
+        return tuple(out)
+
+    def weights(self) -> tuple[tuple[str, int], ...]:
+        return tuple((t, _align(b, self.align)) for t, b in self.resident.items())
 
 
 @attrs.frozen(kw_only=True)
@@ -36,6 +89,32 @@ class MemoryPlan:
     soc_version: str = ""
     peak_tensors: tuple[tuple[str, int], ...] = ()
     """The largest tensors live at the activation peak (name, bytes), largest first."""
+    liveness: Liveness | None = attrs.field(default=None, eq=False, repr=False)
+    """The planner's per-tensor lives (see :attr:`tasks`, :attr:`blocks`, :attr:`resident`)."""
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The planned tasks in execution order (the indexes of :attr:`blocks`)."""
+        return self.liveness.tasks() if self.liveness is not None else ()
+
+    @property
+    def blocks(self) -> tuple[MemoryBlock, ...]:
+        """Every planned activation, input and output tensor, in allocation order."""
+        return self.liveness.blocks() if self.liveness is not None else ()
+
+    @property
+    def resident(self) -> tuple[tuple[str, int], ...]:
+        """Weights and constants held for the model's lifetime (name, aligned bytes); they
+        sum to :attr:`weights_bytes`."""
+        return self.liveness.weights() if self.liveness is not None else ()
+
+    def with_task_prefix(self, prefix: str) -> MemoryPlan:
+        """The plan with its tasks named as a backend names their ops (``gradients/`` before a
+        backward graph's tasks); graph inputs and weights keep their names."""
+        if not prefix or self.liveness is None:
+            return self
+        return attrs.evolve(self, liveness=attrs.evolve(self.liveness,
+                                                        prefix=self.liveness.prefix + prefix))
 
     @property
     def total_bytes(self) -> int:
@@ -163,6 +242,7 @@ def plan_memory(
         workspace_bytes=int(product.memory.system_workspace_bytes),
         capacity_bytes=capacity_bytes(product, soc_version), soc_version=soc_version,
         peak_tensors=top,
+        liveness=Liveness(order, first, last_use, sizes, resident, align),
     )
 
 

@@ -34,6 +34,7 @@ from geplug.profiling.layout import (
     us_to_ns,
     write_json,
 )
+from geplug.profiling.memory_records import write_memory
 from geplug.profiling.msprof_db import API_TYPES, MSTX_EVENT_TYPES, MsprofDb
 from geplug.profiling.pmu import PmuModel, pmu_columns
 from geplug.profiling.sliced_csv import SlicedCsv
@@ -144,6 +145,7 @@ def export(session: ProfilingSession) -> list[str]:
             if session.steps is not None:
                 step_trace.write_track(timeline, session.steps)
             sampler_files(session, stack, path, timeline, written)
+            write_memory(session, stack, path, timeline, db, written)
             host_files(session, stack, path, timeline, written)
             timeline.close()
         start_ns = tasks.first_ns if tasks.first_ns is not None else int(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-from geplug.profiling.device_samplers import WindowSampler, sample_columns, sample_values
+from geplug.profiling.device_samplers import sample_columns, sample_values
 from geplug.profiling.host_sampler import ITEMS as HOST_ITEMS
 from geplug.profiling.layout import AtomicFile, fmt
 from geplug.profiling.timeline import TimelineWriter
@@ -22,7 +22,7 @@ from geplug.profiling.timeline import TimelineWriter
 if TYPE_CHECKING:
     from geplug.profiling.session import ProfilingSession
 
-__all__ = ["NPU_MEM_HEADER", "SAMPLER_STEMS", "CsvFile", "host_files", "sampler_files"]
+__all__ = ["SAMPLER_STEMS", "CsvFile", "host_files", "sampler_files"]
 
 SAMPLER_STEMS = {"memory": "hbm_llc", "io": "sys_io", "interconnect": "interconnect",
                  "dvpp": "dvpp", "instr": "instr_profiling"}
@@ -51,34 +51,12 @@ def _targets(session: ProfilingSession, kind: str) -> tuple[str, ...]:
     return ()
 
 
-NPU_MEM_HEADER = ["Device_id", "event", "ddr(KB)", "hbm(KB)", "memory(KB)", "timestamp(us)"]
-"""npu_mem_*.csv (msprof, sys_hardware_mem): memory held per sample, app and device level."""
-
-
-def _npu_mem(session: ProfilingSession, sampler: WindowSampler, stack: ExitStack,
-             path: Callable[[str], str], timeline: TimelineWriter, written: list[str]) -> None:
-    """npu_mem_*.csv and the NPU_MEM counter track: at every memory-sampler window the HBM
-    the loaded models' memory plans hold (the simulated process is the device's only one, so
-    the APP and Device rows agree; DDR is 0 on HBM products)."""
-    kb = sum(session.model_memory.values()) / 1024.0
-    dev = str(session.device_id)
-    out = CsvFile(stack, path("npu_mem"), NPU_MEM_HEADER, written)
-    for start, *_ in sampler.windows():
-        for event in ("APP", "Device"):
-            out.writerow([dev, event, fmt(0.0), fmt(kb), fmt(kb), fmt(start)])
-        timeline.counter("NPU_MEM", start, {f"{e}/{k}": v for e in ("APP", "Device")
-                                            for k, v in (("DDR", 0.0), ("HBM", kb),
-                                                         ("Memory", kb))})
-
-
 def sampler_files(session: ProfilingSession, stack: ExitStack, path: Callable[[str], str],
                   timeline: TimelineWriter, written: list[str]) -> None:
-    """One CSV per modelled device sampler, and its counter track; with the memory sampler,
-    npu_mem from the models' memory plans."""
+    """One CSV per modelled device sampler, and its counter track (the memory sampler's
+    npu_mem and npu_module_mem come from the memory plans: ``memory_records``)."""
     dev = str(session.device_id)
     for kind, sampler in session.samplers:
-        if kind == "memory" and session.model_memory:
-            _npu_mem(session, sampler, stack, path, timeline, written)
         targets = _targets(session, kind)
         cols = sample_columns(kind, targets, session.eff.llc_profiling)
         stem = SAMPLER_STEMS[kind]

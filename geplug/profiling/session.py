@@ -26,6 +26,7 @@ from geplug.profiling.hccl import CommCollector
 from geplug.profiling.host_sampler import HostSampler
 from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name, us_to_ns, write_json
 from geplug.profiling.markers import MarkerCollector
+from geplug.profiling.memory_records import MemoryCollector
 from geplug.profiling.options import Effective
 from geplug.profiling.rawlog import DEFAULT_SLICE_BYTES, RawLog
 from geplug.profiling.records import RecordLog
@@ -141,6 +142,10 @@ class ProfilingSession:
         self.samplers: list[tuple[str, WindowSampler]] = []
         self.model_memory: dict[int, int] = {}
         """Model id -> device bytes its memory plan holds (GraphEvent.memory_bytes)."""
+        self.memory = (MemoryCollector() if eff.task_memory or eff.sys_hardware_mem_freq
+                       else None)
+        """The memory plans and task times the memory records replay (task_memory or the
+        memory sampler on)."""
         for option, kind in SAMPLER_ITEMS.items():
             freq = getattr(eff, option)
             if freq:
@@ -235,6 +240,8 @@ class ProfilingSession:
         """A compiled graph: validate fp/bp names; note the memory the model holds."""
         if ev.memory_bytes:
             self.model_memory[ev.run.model_id] = ev.memory_bytes
+        if self.memory is not None:
+            self.memory.on_graph(ev.run.model_id, ev.memory_plans)
         if self.steps is not None:
             self.steps.on_graph(ev)
 
@@ -268,6 +275,11 @@ class ProfilingSession:
         if self.samplers:
             for _, sampler in self.samplers:
                 sampler.add(start, dur, ev.bytes_moved, comm)
+        if self.memory is not None and self.eff.task_memory:
+            t0 = run_base * 1000 + round(ev.start_us * 1000) if run_base \
+                else us_to_ns(ev.start_us)
+            self.memory.on_tasks(ev.run.model_id, ev.run.step, (ev.op.name,), (t0,),
+                                 (t0 + round(dur * 1000),))
 
     def _prepared(self, table: TaskTable) -> _Prepared:
         prep = self._tables.get(table.key)
@@ -325,6 +337,11 @@ class ProfilingSession:
                 for _, sampler in self.samplers:
                     sampler.add(start0 + off[i], task.duration_us, task.bytes_moved,
                                 prep.comm[i])
+        if self.memory is not None and self.eff.task_memory:
+            starts = ev.table.offset_ns + start0_ns
+            self.memory.on_tasks(ev.run.model_id, ev.run.step,
+                                 [t.op.name for t in tasks], starts.tolist(),
+                                 (starts + ev.table.duration_ns).tolist())
 
     @property
     def base_ns(self) -> int:
@@ -347,6 +364,8 @@ class ProfilingSession:
                 self.step_times.extend((run.step + 1, begin, ns))
         if self.steps is not None:
             self.steps.on_bound(run.model_id, run.step, phase, ns)
+        if self.memory is not None:
+            self.memory.on_bound(run.model_id, run.step, phase, ns)
         if phase == "end" and self.samplers:
             absolute = base + time_us
             for _, sampler in self.samplers:

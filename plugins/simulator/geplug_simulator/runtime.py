@@ -309,6 +309,7 @@ class SimRuntime:
                 run=RunInfo(system=system, model_name=imported.name, model_id=model_id,
                             step=-1, device_id=system.device_id),
                 ops=records, memory_bytes=device.memory.total_bytes,
+                memory_plans=(device.memory,),
             ))
         self.models.append(compiled)
         return compiled

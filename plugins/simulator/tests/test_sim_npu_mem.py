@@ -12,7 +12,7 @@ import pytest
 from geplug_simulator import netbuild as nb
 
 import geplug
-from geplug.profiling.export_samples import NPU_MEM_HEADER
+from geplug.profiling.memory_records import NPU_MEM_HEADER
 
 pytestmark = pytest.mark.requires_products("atlas_a2")
 

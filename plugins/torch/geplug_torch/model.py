@@ -96,6 +96,14 @@ class TrainingModel:
         return max((g.device.memory.total_bytes for g in self.graphs.values()), default=0)
 
     @property
+    def memory_plans(self) -> tuple[Any, ...]:
+        """The memory plan of each compiled graph, forward first (the memory profiling
+        records replay them)."""
+        order = ("inference", "forward", "backward")
+        return tuple(self.graphs[p].device.memory.with_task_prefix(
+            "gradients/" if p == "backward" else "") for p in order if p in self.graphs)
+
+    @property
     def simulated_time_us(self) -> float:
         """Modelled device time of one iteration's graphs: each graph's span on the core's
         stream schedule (AI CPU tasks overlap the compute stream where dependencies allow)."""

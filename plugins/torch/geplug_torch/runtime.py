@@ -95,9 +95,21 @@ class TorchRuntime:
     def announce(self, model: TrainingModel) -> None:
         """Emit the GraphEvent of ``model`` (forward and backward ops) to every profiler."""
         for system in self.profile_systems():
-            system.emit_profile(GraphEvent(run=self.run_info(model, -1, system),
-                                           ops=model.records(),
-                                           memory_bytes=model.memory_bytes))
+            self._announce(model, system)
+
+    def announce_all(self, system: System) -> None:
+        """Emit every registered model's GraphEvent to ``system`` (a profiler's system opened
+        after the models were compiled: its writers need their ops and memory plans)."""
+        with self._lock:
+            models = list(self.models)
+        for model in models:
+            if model.graphs:
+                self._announce(model, system)
+
+    def _announce(self, model: TrainingModel, system: System) -> None:
+        system.emit_profile(GraphEvent(run=self.run_info(model, -1, system),
+                                       ops=model.records(), memory_bytes=model.memory_bytes,
+                                       memory_plans=model.memory_plans))
 
     # -- events ----------------------------------------------------------------------------
 

@@ -141,7 +141,8 @@ class StaticModel:
         if self.system.profiling_enabled:
             self.system.emit_profile(GraphEvent(
                 run=runtime.run_info(self._holder, -1), ops=self._holder.records(),
-                memory_bytes=self._holder.memory_bytes))
+                memory_bytes=self._holder.memory_bytes,
+                memory_plans=self._holder.memory_plans))
 
     # -- the contract ----------------------------------------------------------------------
 

@@ -182,3 +182,17 @@ def test_schedule_follows_torch_npu_wait_warmup_active_repeat():
     actions = [s(i) for i in range(7)]
     A = P.ProfilerAction
     assert actions == [A.NONE, A.NONE, A.WARMUP, A.RECORD, A.RECORD_AND_SAVE, A.NONE, A.NONE]
+
+
+def test_without_profile_memory_no_memory_files_or_tables(collected):
+    root, _ = collected
+    out = set(os.listdir(os.path.join(root, "ASCEND_PROFILER_OUTPUT")))
+    assert not {"operator_memory.csv", "memory_record.csv", "npu_module_mem.csv"} & out
+    conn = sqlite3.connect(os.path.join(root, "ASCEND_PROFILER_OUTPUT",
+                                        "ascend_pytorch_profiler_0.db"))
+    try:
+        tables = {t for (t,) in conn.execute("SELECT name FROM sqlite_master")}
+        rows = conn.execute("SELECT COUNT(*) FROM NPU_OP_MEM").fetchone()[0]
+    finally:
+        conn.close()
+    assert not {"OP_MEMORY", "MEMORY_RECORD"} & tables and rows == 0

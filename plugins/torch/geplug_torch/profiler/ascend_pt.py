@@ -16,6 +16,9 @@ derived from that directory's summaries - nothing is measured twice:
 - ``step_trace_time.csv``: per step, Computing = the sum of kernel durations, Free = the
   rest of the step (one stream, no communication on one device);
 - ``operator_details.csv``: per framework op and input shapes, its device time;
+- ``operator_memory.csv``, ``memory_record.csv``, ``npu_module_mem.csv`` with
+  ``profile_memory=True``: the CANN memory records in torch_npu's columns
+  (:mod:`geplug_torch.profiler.memory`);
 - ``ascend_pytorch_profiler_{rank}.db`` when ``export_type`` names ``ExportType.Db``: the
   msprof database plus torch_npu's framework tables (:mod:`geplug_torch.profiler.ptdb`).
 
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from geplug.profiling.layout import AtomicFile, fmt, fmt_ns, write_json
 from geplug.profiling.reader import find_prof_dirs, output_file, output_files
 from geplug_torch.profiler.hostops import host_ops
+from geplug_torch.profiler.memory import memory_csvs
 from geplug_torch.profiler.options import ExportType
 from geplug_torch.profiler.ptdb import write_pytorch_db
 
@@ -125,6 +129,8 @@ def write_ascend_pt(c: Collection) -> list[str]:
     out.csv("step_trace_time", STEP_TRACE_TIME_HEADER, _step_rows(c, device_id))
     out.csv("operator_details", OPERATOR_DETAILS_HEADER, _operator_rows(c))
     out.json("trace_view.json", _trace_view(c, prof_dirs))
+    for name, (header, rows) in memory_csvs(prof_dirs).items():
+        out.csv(name, header, rows)
     _communication(out, prof_dirs, c)
     if ExportType.Db in exp.export_type:
         write_pytorch_db(os.path.join(out.dir, f"ascend_pytorch_profiler_{rank}.db"),

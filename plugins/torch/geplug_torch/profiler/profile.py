@@ -35,7 +35,11 @@ if TYPE_CHECKING:
     from geplug_torch.model import TrainingModel
     from geplug_torch.runtime import TorchRuntime
 
-__all__ = ["Collection", "OpRun", "StepMark", "profile"]
+__all__ = ["PROFILE_MEMORY_FREQ", "Collection", "OpRun", "StepMark", "profile"]
+
+PROFILE_MEMORY_FREQ = "50"
+"""The memory sampling rate torch_npu sets with ``profile_memory=True`` (its profiler
+manager sets ``ACL_PROF_SYS_HARDWARE_MEM_FREQ`` to "50")."""
 
 
 @attrs.frozen
@@ -80,11 +84,15 @@ class Collection:
         if ProfilerActivity.NPU not in self.prof.activities:
             return None
         key = id(runtime)
+        opened = False
         with self.lock:
             system = self.systems.get(key)
             if system is None:
                 system = self.systems[key] = self._open(runtime)
-            return system
+                opened = True
+        if opened:
+            runtime.announce_all(system)
+        return system
 
     def _open(self, runtime: TorchRuntime) -> System:
         import geplug
@@ -93,6 +101,10 @@ class Collection:
         base = runtime.system
         opts = self.prof.experimental_config.profiling_options(self.root,
                                                                self.prof.activities)
+        if self.prof.profile_memory and ProfilerActivity.NPU in self.prof.activities:
+            # torch_npu: profile_memory turns on ACL_PROF_TASK_MEMORY and samples the
+            # device memory at 50 Hz (ACL_PROF_SYS_HARDWARE_MEM_FREQ "50")
+            opts.update(task_memory="on", sys_hardware_mem_freq=PROFILE_MEMORY_FREQ)
         from geplug.config.model import SessionConfig
 
         user = runtime.user_config or SessionConfig(front_end="python")
@@ -109,8 +121,12 @@ class profile:
     :func:`~geplug_torch.profiler.schedule` (none: record from ``start()`` to ``stop()``);
     ``on_trace_ready`` usually :func:`~geplug_torch.profiler.tensorboard_trace_handler`,
     whose directory receives each collection; ``record_shapes`` adds Input Dims to the
-    framework ops; ``profile_memory`` and ``with_stack`` are accepted (memory and call
-    stacks are not simulated: ``operator_memory.csv`` is not written, Call Stack is empty).
+    framework ops; ``profile_memory`` collects the CANN operator memory and the device
+    memory (task_memory and sys_hardware_mem at 50 Hz, as torch_npu asks CANN) and writes
+    ``operator_memory.csv``, ``memory_record.csv`` and ``npu_module_mem.csv`` (and the
+    ``OP_MEMORY`` / ``MEMORY_RECORD`` / ``NPU_MODULE_MEM`` tables of the DB export) from the
+    compiled graphs' memory plans; ``with_stack`` is accepted (call stacks are not simulated:
+    Call Stack is empty).
     """
 
     def __init__(

@@ -10,7 +10,9 @@ msprof-analyze 26.2.0 joins against (``compare_tools/.../npu_profiling_db_parser
   ``type`` the ``ENUM_API_TYPE`` id of ``op``, strings as ``STRING_IDS`` ids;
 - ``CONNECTION_IDS`` (id, connectionId): ``PYTORCH_API.connectionId`` -> the
   ``TASK.connectionId`` of each kernel the op launched (the torch-to-NPU flow);
-- ``STEP_TIME`` (id, startNs, endNs): one row per profiled step.
+- ``STEP_TIME`` (id, startNs, endNs): one row per profiled step;
+- ``OP_MEMORY`` and ``MEMORY_RECORD`` with ``profile_memory=True``, from ``NPU_OP_MEM``
+  (:mod:`geplug_torch.profiler.memory`).
 
 Connection ids start at 1 (the compare tool ignores a kernel whose id is 0).
 
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from geplug.profiling.layout import atomic_sqlite
 from geplug.profiling.msprof_db import API_TYPES
 from geplug_torch.profiler.hostops import host_ops, ns
+from geplug_torch.profiler.memory import memory_tables
 
 if TYPE_CHECKING:
     from geplug_torch.profiler.profile import Collection
@@ -142,4 +145,5 @@ def write_pytorch_db(path: str, prof_dirs: list[str], c: Collection) -> str | No
         dst.executemany("INSERT INTO CONNECTION_IDS VALUES (?, ?)", links)
         dst.execute("DELETE FROM STEP_TIME")
         dst.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?)", steps)
+        memory_tables(dst, sid)
     return path
