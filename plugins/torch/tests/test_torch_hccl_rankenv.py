@@ -168,3 +168,18 @@ def test_a_rank_that_never_joins_is_named_after_the_really_waited_connect_timeou
     assert err.value.code == "EI0006" and err.value.ranks == (1,)
     assert "rank(s) 1 never joined communicator hccl_world_group" in str(err.value)
     assert "(waited)" in str(err.value)
+
+
+def test_ranks_arriving_further_apart_than_hccl_exec_timeout_fail_with_ei0002(a2):
+    from geplug_torch.distributed.timing import CommClock
+
+    job = read_job_env(a2, 0, 2, {"HCCL_EXEC_TIMEOUT": "1"})
+    # rank 1 reaches the collective 2 s (simulated) after rank 0
+    clock = CommClock(job, lambda arrival: [arrival, arrival + 2e6])
+    try:
+        with pytest.raises(HcclError) as err:
+            clock.collective("allreduce", 1024.0, "float32", (256,))
+    finally:
+        clock.close()
+    assert err.value.code == "EI0002" and err.value.ranks == (1,)
+    assert "rank 0 waited 2.0 s (simulated) > HCCL_EXEC_TIMEOUT 1 s" in str(err.value)
