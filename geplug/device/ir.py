@@ -39,7 +39,11 @@ def numel(shape: Sequence[int | None] | None) -> int:
 
 
 def _shape(value: Sequence[int | None] | None) -> tuple[int | None, ...] | None:
-    return None if value is None else tuple(None if d is None else int(d) for d in value)
+    if value is None:
+        return None
+    if type(value) is tuple and all(d is None or type(d) is int for d in value):
+        return value  # already canonical (what importers build): no copy per tensor
+    return tuple(None if d is None else int(d) for d in value)
 
 
 def _names(value: Iterable[str]) -> tuple[str, ...]:

@@ -328,6 +328,14 @@ def _op_class(product: Product, op_type: str, seen: dict[str, str]) -> str:
     return found
 
 
+def _bytes(graph: Graph, name: str, held: Mapping[str, str]) -> int:
+    """Bytes of tensor ``name`` as the device holds it (``held`` dtypes; 0 when unknown)."""
+    t = graph.tensor(name)
+    if t is None:
+        return 0
+    return numel(t.shape) * dtype_bytes(held.get(name, t.dtype))
+
+
 class _Bytes:
     """Bytes of a tensor as the device holds it (``held`` dtypes), once per tensor;
     :meth:`plain` in the graph's own dtype (what a host copy of a graph input moves)."""

@@ -128,12 +128,14 @@ def optimize(graph: Graph, caps: GraphCaps) -> OptimizedGraph:
     """Dead-node elimination, constant folding and view removal (see the module docstring);
     every remaining node is its own task until :func:`fuse` runs."""
     needed = set(graph.outputs)
+    needed.discard("")
     live: list[Node] = []
     eliminated: list[str] = []
     for node in reversed(graph.nodes):
-        if any(t in needed for t in node.outputs if t):
+        if not needed.isdisjoint(node.outputs):
             live.append(node)
-            needed.update(t for t in node.inputs if t)
+            needed.update(node.inputs)
+            needed.discard("")  # an omitted optional input names no tensor
         else:
             eliminated.append(node.name)
     live.reverse()
@@ -146,8 +148,8 @@ def optimize(graph: Graph, caps: GraphCaps) -> OptimizedGraph:
     device: list[str] = []
     alias: dict[str, str] = {}
     for node in live:
-        ins = [t for t in node.inputs if t]
-        if all(t in known for t in ins) and (ins or node.op_type in shape_ops):
+        ins = [t for t in node.inputs if t] if "" in node.inputs else node.inputs
+        if known.issuperset(ins) and (ins or node.op_type in shape_ops):
             folded.append(node.name)
             known.update(t for t in node.outputs if t)
             continue
@@ -157,7 +159,7 @@ def optimize(graph: Graph, caps: GraphCaps) -> OptimizedGraph:
                 folded.append(node.name)
                 known.update(t for t in node.outputs if t)
                 continue
-        if node.op_type in view_ops and ins and all(t in known for t in ins[1:]):
+        if node.op_type in view_ops and ins and known.issuperset(ins[1:]):
             views.append(node.name)
             base = alias.get(ins[0], ins[0])
             for t in node.outputs:
@@ -213,6 +215,7 @@ def fuse(
     engines = engines or {}
     producer: dict[str, str] = {}
     consumers: dict[str, list[str]] = {}
+    alias = opt.alias
     for name in opt.device_nodes:
         node = nodes[name]
         for t in node.outputs:
@@ -220,7 +223,7 @@ def fuse(
                 producer[t] = name
         for t in node.inputs:
             if t:
-                consumers.setdefault(opt.root(t), []).append(name)
+                consumers.setdefault(alias.get(t, t), []).append(name)
     graph_outputs = {opt.root(t) for t in graph.outputs}
     assigned: dict[str, str] = {}
     tasks: list[Task] = []
@@ -229,14 +232,16 @@ def fuse(
     def eligible(name: str) -> bool:
         return name not in assigned and engines.get(name, "AI_CORE") == "AI_CORE"
 
+    compiled = {pname: _compile(steps) for pname, steps in table.items()}
+    starts = frozenset().union(*(sets[0] for sets, _ in compiled.values()))
     for name in opt.device_nodes:
         if name in assigned:
             continue
         members = [name]
         pattern = ""
-        if table and eligible(name):
-            for pname, steps in table.items():
-                found = _match(name, steps, nodes, order, producer, consumers, graph_outputs,
+        if nodes[name].op_type in starts and eligible(name):
+            for pname, pat in compiled.items():
+                found = _match(name, pat, nodes, order, producer, consumers, graph_outputs,
                                opt, eligible)
                 if len(found) > 1:
                     members, pattern = found, pname
@@ -250,7 +255,7 @@ def fuse(
         for m in members:
             node = nodes[m]
             for t in node.inputs:
-                r = opt.root(t) if t else ""
+                r = alias.get(t, t)
                 if r and producer.get(r) not in inside and r not in ins:
                     ins.append(r)
             for t in node.outputs:
@@ -286,24 +291,12 @@ def _unfused_tasks(opt: OptimizedGraph) -> tuple[Task, ...]:
     return tuple(tasks)
 
 
-def _match(
-    start: str,
-    steps: Sequence[tuple[str, ...]],
-    nodes: Mapping[str, Node],
-    order: Mapping[str, int],
-    producer: Mapping[str, str],
-    consumers: Mapping[str, list[str]],
-    graph_outputs: set[str],
-    opt: OptimizedGraph,
-    eligible: object,
-) -> list[str]:
-    """The longest valid chain from ``start`` along ``steps`` (``[start]`` when none)."""
-    ok = eligible  # a callable: node name -> may join a fusion
-    assert callable(ok)
-    sets = [frozenset(s) for s in steps]
-    if nodes[start].op_type not in sets[0]:
-        return [start]
-    # per step: the steps the next member may match (a pure function of the step index)
+def _compile(steps: Sequence[tuple[str, ...]]
+             ) -> tuple[tuple[frozenset[str], ...], tuple[tuple[int, ...], ...]]:
+    """A pattern's steps as sets (O(1) membership: ELEMENTWISE has ~50 types) and, per
+    step, the steps the next member may match (a pure function of the step index): built
+    once per :func:`fuse`, not per node tried."""
+    sets = tuple(frozenset(s) for s in steps)
     options: list[tuple[int, ...]] = []
     for step in range(len(steps)):
         probe = step + 1 if "*" not in sets[step] else step
@@ -316,6 +309,27 @@ def _match(
             k += 1
             candidates.append(k)
         options.append(tuple(candidates))
+    return sets, tuple(options)
+
+
+def _match(
+    start: str,
+    pattern: tuple[tuple[frozenset[str], ...], tuple[tuple[int, ...], ...]],
+    nodes: Mapping[str, Node],
+    order: Mapping[str, int],
+    producer: Mapping[str, str],
+    consumers: Mapping[str, list[str]],
+    graph_outputs: set[str],
+    opt: OptimizedGraph,
+    eligible: object,
+) -> list[str]:
+    """The longest valid chain from ``start`` along ``pattern`` (:func:`_compile`;
+    ``[start]`` when none)."""
+    ok = eligible  # a callable: node name -> may join a fusion
+    assert callable(ok)
+    sets, options = pattern
+    if nodes[start].op_type not in sets[0]:
+        return [start]
     members = [start]
     inside = {start}  # the members as a set: membership tests stay O(1) on long chains
     first = order[start]
@@ -343,14 +357,13 @@ def _match(
     # shrink until every internal tensor is consumed only inside and is no graph output
     while len(members) > 1 and not _closed(members, nodes, consumers, graph_outputs):
         members.pop()
-    if len(members) > 1 and not _complete(steps, [nodes[m].op_type for m in members]):
+    if len(members) > 1 and not _complete(sets, [nodes[m].op_type for m in members]):
         return [start]
     return members
 
 
-def _complete(steps: Sequence[tuple[str, ...]], types: list[str]) -> bool:
+def _complete(sets: Sequence[frozenset[str]], types: list[str]) -> bool:
     """The matched types cover every non-optional step up to the last one matched."""
-    sets = [frozenset(s) for s in steps]  # membership in O(1): ELEMENTWISE has ~50 types
     i = 0
     for op_type in types:
         while i < len(sets) and op_type not in sets[i]:
@@ -370,10 +383,11 @@ def _inputs_ready(candidate: str, start: int, inside: set[str], nodes: Mapping[s
                   opt: OptimizedGraph) -> bool:
     """Every input of ``candidate`` is from the chain (``inside``, starting at position
     ``start``) or produced before it starts (so merging cannot create a cycle)."""
+    alias = opt.alias
     for t in nodes[candidate].inputs:
         if not t:
             continue
-        p = producer.get(opt.root(t))
+        p = producer.get(alias.get(t, t))
         if p is None or p in inside:
             continue
         if order[p] >= start:

@@ -30,7 +30,7 @@ _NP_OF = {"float32": np.float32, "float16": np.float16, "float64": np.float64,
           "bool": np.bool_}
 
 
-def _node_attrs(node: onnx.NodeProto) -> dict[str, Any]:
+def _node_attrs(node: onnx.NodeProto, op_type: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for a in node.attribute:
         if a.name == "group":
@@ -43,7 +43,7 @@ def _node_attrs(node: onnx.NodeProto) -> dict[str, Any]:
             out["kernel_shape"] = tuple(int(v) for v in a.ints)
         elif a.name in ("hidden_size", "layout"):
             out[a.name] = int(a.i)
-    if node.op_type == "Gemm":
+    if op_type == "Gemm":
         out.setdefault("trans_a", 0)
     return out
 
@@ -60,11 +60,12 @@ def device_graph(imported: ImportedModel, types: Mapping[str, TensorType] | None
                             else "input" if name in inputs else "activation")
         tensors[name] = Tensor(name=name, dtype=t.dtype, shape=t.shape, kind=kind)
     nodes = []
-    for node in imported.model.graph.node:
-        info = by_name.get(node.name)
-        nodes.append(Node(name=node.name, op_type=info.op_type if info else node.op_type,
-                          source_op=node.op_type, inputs=tuple(node.input),
-                          outputs=tuple(node.output), attrs=_node_attrs(node)))
+    for node in imported.model.graph.node:  # each protobuf field read once (upb reads cost)
+        name, op = node.name, node.op_type
+        info = by_name.get(name)
+        nodes.append(Node(name=name, op_type=info.op_type if info else op, source_op=op,
+                          inputs=tuple(node.input), outputs=tuple(node.output),
+                          attrs=_node_attrs(node, op)))
     return Graph(name=imported.name, nodes=tuple(nodes), tensors=tensors,
                  inputs=imported.inputs, outputs=imported.outputs)
 

@@ -235,13 +235,16 @@ def device_infos(imported: ImportedModel, opt: OptimizedGraph) -> list[NodeInfo]
     by_name = {n.name: n for n in opt.graph.nodes}
     infos = {i.name: i for i in imported.nodes}
     floats = {n for n, t in imported.types.items() if t.dtype in FLOAT_NAMES}
+    alias, producer = opt.alias, opt.producer
     out: list[NodeInfo] = []
     for name in opt.device_nodes:
-        node = by_name[name]
+        info = infos[name]
         preds = tuple(dict.fromkeys(
-            opt.producer[opt.root(t)] for t in node.inputs
-            if t in floats and opt.root(t) in opt.producer))
-        out.append(attrs.evolve(infos[name], predecessors=preds))
+            p for t in by_name[name].inputs
+            if t in floats and (p := producer.get(alias.get(t, t))) is not None))
+        # the importer's predecessors already hold where no fold or view intervened
+        out.append(info if preds == info.predecessors
+                   else attrs.evolve(info, predecessors=preds))
     return out
 
 
