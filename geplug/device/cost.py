@@ -293,8 +293,9 @@ def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str) -> tuple[float, 
 def _block_candidates(block: Sequence[int], tm: int, tn: int) -> list[tuple[int, int]]:
     """The output blocks the matmul tiling may pick: the declared base block and its
     halvings (N, then M and N), never below the cube tile. CANN's tiling shrinks the base
-    block when a GEMM has too few blocks to fill the cores; every block still pays the
-    pipeline fill, so smaller blocks win only where they balance the waves."""
+    block when a GEMM has too few blocks to fill the cores; the pipeline fill scales with
+    the block, so a smaller block wins only where it balances the waves (ties keep the
+    base block)."""
     bm, bn = int(block[0]), int(block[1])
     out = [(bm, bn)]
     for m, n in ((bm, bn // 2), (bm // 2, bn // 2)):

@@ -22,6 +22,11 @@ stack runs more work, derived here per forward task from the same cost functions
   backward is ``BNTrainingUpdateGrad`` (read dy, x; with an activation its gradient fused:
   also read its bit mask and write dy') and ``BNTrainingReduceGrad`` (read dy', x; write
   dx): 2 forward and 5 (no activation) or ~6 backward passes over the convolution's output.
+  dy' is the one intermediate the derivation introduces that nothing saves: when the two
+  tasks' bytes per batch slice fit in the product's L2, its write and read move at L2
+  bandwidth (the on-chip reuse rule of :func:`geplug.device.cost.l2_resident_bytes`).
+- **forward tasks** cost as without L2 reuse (``TaskCost.duration_no_l2_us``): their
+  activations are saved for the backward, so they reach memory.
 - **weight gradients** with a long reduction (K = batch x spatial) and few output blocks
   split K over the idle cores (CANN's matmul tiling does), parts of at least 1024.
 - **Dropout**, a view at inference, is a mask multiply in training (``DropOutDoMask``):
@@ -121,9 +126,20 @@ def _overhead(product: Product, issue_mode: str) -> float:
     return float(c.task_overhead_us.get(issue_mode, c.launch_overhead_us))
 
 
-def _vector_us(nbytes: float, product: Product) -> float:
+def _vector_us(nbytes: float, product: Product, l2_bytes: float = 0.0) -> float:
     c = product.compute
-    return nbytes / (c.memory_bandwidth_gbps * 1e9 * c.vector_bandwidth_fraction) * 1e6
+    l2 = min(l2_bytes, nbytes) if c.l2_bandwidth_gbps > 0 else 0.0
+    us = (nbytes - l2) / (c.memory_bandwidth_gbps * 1e9 * c.vector_bandwidth_fraction) * 1e6
+    return us + (l2 / (c.l2_bandwidth_gbps * 1e9) * 1e6 if l2 else 0.0)
+
+
+def _l2_window_fits(window_bytes: float, batch: int, product: Product) -> bool:
+    """The on-chip reuse rule of :func:`geplug.device.cost.l2_resident_bytes` for an
+    intermediate the derivation introduces: the two tasks' bytes, per batch slice, fit in
+    the declared L2."""
+    c = product.compute
+    capacity = c.l2_cache_mib * (1 << 20)
+    return capacity > 0 and c.l2_bandwidth_gbps > 0 and window_bytes / max(batch, 1) <= capacity
 
 
 def _gemm_task(name: str, op_type: str, gemm: Gemm, dtype: str, nbytes: float,
@@ -159,10 +175,10 @@ def _grad_op_types(op_type: str) -> tuple[str, str]:
 
 
 def _vector_task(name: str, op_type: str, phase: str, nbytes: float, flops: float,
-                 product: Product, overhead: float) -> TrainingTask:
+                 product: Product, overhead: float, l2_bytes: float = 0.0) -> TrainingTask:
     return TrainingTask(name=name, op_type=op_type, phase=phase,
-                        duration_us=overhead + _vector_us(nbytes, product), flops=flops,
-                        bytes_moved=nbytes)
+                        duration_us=overhead + _vector_us(nbytes, product, l2_bytes),
+                        flops=flops, bytes_moved=nbytes)
 
 
 def _output_bytes(model: DeviceModel, plan: TaskPlan) -> float:
@@ -173,6 +189,16 @@ def _output_bytes(model: DeviceModel, plan: TaskPlan) -> float:
         if tt is not None:
             total += numel(tt.shape) * dtype_bytes(plan.dtype or tt.dtype)
     return float(total)
+
+
+def _batch(model: DeviceModel, plan: TaskPlan) -> int:
+    """The leading (batch) dimension of the task's first output: the slices L2 fusion may
+    cut a window into."""
+    graph = model.graph.graph
+    tt = graph.tensor(plan.task.outputs[0]) if plan.task.outputs else None
+    if tt is None or not tt.shape or not isinstance(tt.shape[0], int):
+        return 1
+    return max(int(tt.shape[0]), 1)
 
 
 def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: float
@@ -204,10 +230,15 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
             # in (reads the activation's bit mask, writes dy' for BNTrainingReduceGrad).
             # BNTrainingReduceGrad: read dy', x; write dx
             passes = 2.0 + ((1.0 + _MASK) if epilogue else 0.0)
+            # dy' lives from BNTrainingUpdateGrad to BNTrainingReduceGrad and is saved by
+            # nothing: the on-chip reuse rule decides whether it stays in L2 (its write
+            # and its read), as for the intermediates of a forward graph
+            inner = y if epilogue and _l2_window_fits(
+                (passes + 3.0) * y, _batch(model, plan), product) else 0.0
             out.append(_vector_task(f"{plan.name}_bn_update_grad", "BNTrainingUpdateGrad",
-                                    "backward", passes * y, 0.0, product, overhead))
+                                    "backward", passes * y, 0.0, product, overhead, inner))
             out.append(_vector_task(f"{plan.name}_bn_reduce_grad", "BNTrainingReduceGrad",
-                                    "backward", 3 * y, 0.0, product, overhead))
+                                    "backward", 3 * y, 0.0, product, overhead, inner))
         elif epilogue:
             out.append(_vector_task(f"{plan.name}_epilogue_grad",
                                     f"{epilogue[-1].op_type}Grad", "backward", 3 * y, 0.0,

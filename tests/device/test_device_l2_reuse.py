@@ -125,3 +125,39 @@ def test_a_card_declaring_l2_capacity_without_its_bandwidth_is_refused(
     out = capsys.readouterr()
     text = out.out + out.err
     assert "compute.l2_bandwidth_gbps" in text and "l2_cache_mib = 64.0" in text
+
+
+def _conv_bn_relu(batch: int) -> Graph:
+    """Conv2D (64 -> 64, 3x3 over 56x56) -> BatchNorm -> Relu: one fused task (float16)."""
+    shapes = {"x": (batch, 64, 56, 56), "w": (64, 64, 3, 3), "c": (batch, 64, 56, 56),
+              "s": (64,), "b": (64,), "m": (64,), "v": (64,), "n": (batch, 64, 56, 56),
+              "y": (batch, 64, 56, 56)}
+    kinds = {"x": "input", "w": "weight", "s": "weight", "b": "weight", "m": "weight",
+             "v": "weight"}
+    t = {k: Tensor(name=k, dtype="float16", shape=v, kind=kinds.get(k, "activation"))  # type: ignore[arg-type]
+         for k, v in shapes.items()}
+    nodes = [Node(name="conv", op_type="Conv2D", inputs=("x", "w"), outputs=("c",),
+                  attrs={"pads": [1, 1, 1, 1]}),
+             Node(name="bn", op_type="BatchNorm", inputs=("c", "s", "b", "m", "v"),
+                  outputs=("n",)),
+             Node(name="relu", op_type="Relu", inputs=("n",), outputs=("y",))]
+    return Graph(name="cbr", nodes=nodes, tensors=t, inputs=("x",), outputs=("y",))
+
+
+@pytest.mark.requires_products("atlas_train")
+def test_a_training_steps_batchnorm_gradient_intermediate_follows_the_l2_rule() -> None:
+    train = require_product("atlas_train")  # 32 MB L2
+    bare = _with_l2(train, mib=0.0, gbps=0.0)
+
+    def bn_grad_us(product: Product) -> float:
+        model = build_device_model(optimize(_conv_bn_relu(8), product.graph), product,
+                                   check_memory=False)
+        assert len(model.tasks) == 1  # conv + BN + ReLU fused
+        step = training_step(model, product)
+        return sum(t.duration_us for t in step.tasks
+                   if t.op_type in ("BNTrainingUpdateGrad", "BNTrainingReduceGrad"))
+
+    with_l2, without = bn_grad_us(train), bn_grad_us(bare)
+    # dy' (one tensor of the conv output's size) is written and read through L2 instead
+    # of memory: ~2 of the ~6 passes over it
+    assert with_l2 < 0.8 * without
