@@ -31,6 +31,8 @@ from torch_helpers import GPT, train  # noqa: E402
 
 pytestmark = pytest.mark.geplug_requires_products("atlas_a2", "atlas_train")
 
+_MODELS: dict = {}
+"""Collection root -> the compiled model (its memory plans)."""
 _NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
        "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships"}
 
@@ -84,7 +86,7 @@ def _run(args, out):
     return _xlsx(xlsx), proc.stdout + proc.stderr
 
 
-def _collect(product, out):
+def _collect(product, out, *, memory=False):
     torch._dynamo.reset()
     torch.manual_seed(0)
     be = geplug_torch.backend(product=product,
@@ -95,10 +97,13 @@ def _collect(product, out):
     with P.profile(activities=[P.ProfilerActivity.CPU, P.ProfilerActivity.NPU],
                    schedule=P.schedule(wait=1, warmup=0, active=1, repeat=1),
                    on_trace_ready=P.tensorboard_trace_handler(str(out), "worker0"),
-                   record_shapes=True, experimental_config=exp) as prof:
+                   record_shapes=True, profile_memory=memory,
+                   experimental_config=exp) as prof:
         train(compiled, 3, prof=prof)
     be.shutdown()
     (root,) = prof.outputs
+    (model,) = be.models
+    _MODELS[root] = model
     return root
 
 
@@ -112,7 +117,7 @@ def _kernels(root):
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("msprof_analyze")
     base = _collect("atlas_train", tmp / "base")
-    comparison = _collect("atlas_a2", tmp / "comparison")
+    comparison = _collect("atlas_a2", tmp / "comparison", memory=True)
     text = {}
     for name, root in (("base", base), ("comparison", comparison)):
         text[name] = str(tmp / "text" / name / os.path.basename(root))
@@ -121,10 +126,20 @@ def runs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def compared(runs):
-    sheets, _ = _run(["compare", "-d", runs["comparison"], "-bp", runs["base"]],
-                     runs["tmp"] / "compare_db")
-    return sheets
+def compared(compared_db):
+    return compared_db[0]
+
+
+@pytest.fixture(scope="module")
+def compared_db(runs):
+    return _run(["compare", "-d", runs["comparison"], "-bp", runs["base"]],
+                runs["tmp"] / "compare_db")
+
+
+@pytest.fixture(scope="module")
+def compared_text(runs):
+    return _run(["compare", "-d", runs["text"]["comparison"], "-bp", runs["text"]["base"]],
+                runs["tmp"] / "compare_text")
 
 
 def _operator_rows(sheets):
@@ -168,11 +183,49 @@ def test_compare_reports_geplugs_per_op_differences_from_the_database(compared, 
     _check_per_op(compared, runs)
 
 
-def test_compare_reports_geplugs_per_op_differences_from_the_text_export(runs):
-    sheets, _ = _run(["compare", "-d", runs["text"]["comparison"], "-bp",
-                      runs["text"]["base"]], runs["tmp"] / "compare_text")
-    _check_per_op(sheets, runs)
+def test_compare_reports_geplugs_per_op_differences_from_the_text_export(compared_text, runs):
+    _check_per_op(compared_text[0], runs)
 
+
+def _mem_usage(log):
+    """The two NPU rows' "Mem Usage" cells of compare's printed overall table."""
+    lines = [ln for ln in log.splitlines() if ln.startswith("|")]
+    header = next(ln for ln in lines if "Mem Usage" in ln)
+    col = [c.strip() for c in header.split("|")].index("Mem Usage")
+    return [[c.strip() for c in ln.split("|")][col] for ln in lines
+            if ln.startswith("| NPU")]
+
+
+def _plan_peak(model):
+    """Weights plus the largest activation peak of the model's graphs (bytes)."""
+    weights = {}
+    for plan in model.memory_plans:
+        weights.update(dict(plan.resident))
+    return sum(weights.values()) + max(p.activation_peak_bytes for p in model.memory_plans)
+
+
+def test_compare_mem_usage_from_text_is_geplugs_device_memory(compared_text, runs):
+    model = _MODELS[runs["comparison"]]
+    held = _plan_peak(model) + max(p.workspace_bytes for p in model.memory_plans)
+    # base: no profile_memory (no memory_record.csv); comparison: APP rows = what is held
+    assert _mem_usage(compared_text[1]) == ["0.00G", f"{held / 2**30:.2f}G"]
+
+
+
+def test_without_profile_memory_no_memory_files_or_tables(runs):
+    import sqlite3
+
+    root = runs["base"]
+    out = set(os.listdir(os.path.join(root, "ASCEND_PROFILER_OUTPUT")))
+    assert not {"operator_memory.csv", "memory_record.csv", "npu_module_mem.csv"} & out
+    conn = sqlite3.connect(os.path.join(root, "ASCEND_PROFILER_OUTPUT",
+                                        "ascend_pytorch_profiler_0.db"))
+    try:
+        tables = {t for (t,) in conn.execute("SELECT name FROM sqlite_master")}
+        rows = conn.execute("SELECT COUNT(*) FROM NPU_OP_MEM").fetchone()[0]
+    finally:
+        conn.close()
+    assert not {"OP_MEMORY", "MEMORY_RECORD"} & tables and rows == 0
 
 def test_compare_kernel_statistics_are_geplugs_kernel_totals(compared, runs):
     rows = compared["KernelCompare"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import glob
 import json
 import os
 import sqlite3
@@ -14,6 +15,11 @@ torch = pytest.importorskip("torch")
 
 import geplug_torch  # noqa: E402
 from geplug_torch import profiler as P  # noqa: E402
+from geplug_torch.profiler.memory import (  # noqa: E402
+    MEMORY_RECORD_HEADER,
+    NPU_MODULE_MEM_HEADER,
+    OPERATOR_MEMORY_HEADER,
+)
 from torch_helpers import GPT, train  # noqa: E402
 
 from geplug.cli.main import main  # noqa: E402
@@ -45,7 +51,8 @@ def collected(tmp_path_factory):
     with P.profile(activities=[P.ProfilerActivity.CPU, P.ProfilerActivity.NPU],
                    schedule=P.schedule(wait=1, warmup=0, active=2, repeat=1),
                    on_trace_ready=P.tensorboard_trace_handler(str(out), "worker0"),
-                   record_shapes=True, experimental_config=exp) as prof:
+                   record_shapes=True, profile_memory=True,
+                   experimental_config=exp) as prof:
         train(compiled, 5, prof=prof)
     be.shutdown()
     (root,) = prof.outputs
@@ -184,15 +191,86 @@ def test_schedule_follows_torch_npu_wait_warmup_active_repeat():
     assert actions == [A.NONE, A.NONE, A.WARMUP, A.RECORD, A.RECORD_AND_SAVE, A.NONE, A.NONE]
 
 
-def test_without_profile_memory_no_memory_files_or_tables(collected):
-    root, _ = collected
-    out = set(os.listdir(os.path.join(root, "ASCEND_PROFILER_OUTPUT")))
-    assert not {"operator_memory.csv", "memory_record.csv", "npu_module_mem.csv"} & out
-    conn = sqlite3.connect(os.path.join(root, "ASCEND_PROFILER_OUTPUT",
-                                        "ascend_pytorch_profiler_0.db"))
+# -- profile_memory=True (the collection above) ------------------------------------------
+
+
+def _mem_csv(root, name):
+    with open(os.path.join(root, "ASCEND_PROFILER_OUTPUT", name), encoding="utf-8",
+              newline="") as fh:
+        header, *rows = list(csv.reader(fh))
+    return header, [dict(zip(header, r, strict=True)) for r in rows]
+
+
+def _query(path, sql):
+    conn = sqlite3.connect(path)
     try:
-        tables = {t for (t,) in conn.execute("SELECT name FROM sqlite_master")}
-        rows = conn.execute("SELECT COUNT(*) FROM NPU_OP_MEM").fetchone()[0]
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
-    assert not {"OP_MEMORY", "MEMORY_RECORD"} & tables and rows == 0
+
+
+def _pt_db(root):
+    return os.path.join(root, "ASCEND_PROFILER_OUTPUT", "ascend_pytorch_profiler_0.db")
+
+
+def _msprof_db(root):
+    (path,) = glob.glob(os.path.join(root, "PROF_*", "msprof_*.db"))
+    return path
+
+
+def _plan_peak(model):
+    """Weights plus the largest activation peak of the model's graphs (bytes)."""
+    weights = {}
+    for plan in model.memory_plans:
+        weights.update(dict(plan.resident))
+    return sum(weights.values()) + max(p.activation_peak_bytes for p in model.memory_plans)
+
+
+def test_operator_memory_csv_has_one_row_per_ge_allocation(collected):
+    root, _ = collected
+    header, rows = _mem_csv(root, "operator_memory.csv")
+    allocs = _query(_msprof_db(root), "SELECT COUNT(*) FROM NPU_OP_MEM m JOIN STRING_IDS s "
+                                      "ON s.id = m.type WHERE s.value = 'allocate'")
+    assert header == OPERATOR_MEMORY_HEADER
+    assert len(rows) == allocs[0][0] > 0
+    assert all(r["Name"].startswith("cann::") and r["Device Type"] == "NPU:0" for r in rows)
+
+
+def test_operator_memory_release_is_allocation_plus_duration(collected):
+    root, _ = collected
+    _, rows = _mem_csv(root, "operator_memory.csv")
+    for r in rows:
+        alloc, release, dur = (Decimal(r[k].strip()) for k in (
+            "Allocation Time(us)", "Release Time(us)", "Duration(us)"))
+        assert release == alloc + dur
+
+
+def test_memory_record_ge_peak_is_the_plans_weights_plus_activation_peak(collected):
+    root, be = collected
+    (model,) = be.models
+    header, rows = _mem_csv(root, "memory_record.csv")
+    assert header == MEMORY_RECORD_HEADER
+    ge = [float(r["Total Allocated(MB)"]) for r in rows if r["Component"] == "GE"]
+    assert max(ge) == pytest.approx(_plan_peak(model) / 2**20)
+    assert {r["Component"] for r in rows} == {"APP", "GE", "PTA+GE"}
+
+
+def test_database_op_memory_and_memory_record_match_the_csvs(collected):
+    root, be = collected
+    (model,) = be.models
+    _, rows = _mem_csv(root, "operator_memory.csv")
+    db = _pt_db(root)
+    ops = _query(db, "SELECT s.value, o.size, o.duration FROM OP_MEMORY o "
+                     "JOIN STRING_IDS s ON s.id = o.name")
+    assert sorted((n, round(size / 1024, 3)) for n, size, _ in ops) == \
+        sorted((r["Name"], float(r["Size(KB)"])) for r in rows)
+    peak = _query(db, "SELECT MAX(m.totalAllocated) FROM MEMORY_RECORD m "
+                      "JOIN STRING_IDS s ON s.id = m.component WHERE s.value = 'GE'")
+    assert peak == [(_plan_peak(model),)]
+
+
+def test_npu_module_mem_csv_is_in_torch_npus_columns(collected):
+    root, _ = collected
+    header, rows = _mem_csv(root, "npu_module_mem.csv")
+    assert header == NPU_MODULE_MEM_HEADER and {r["Component"] for r in rows} == \
+        {"GE", "RUNTIME"}
