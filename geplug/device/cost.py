@@ -399,7 +399,7 @@ def l2_resident_bytes(
     capacity_bytes: float,
     eligible: frozenset[str] | set[str],
     fixed: frozenset[str] | set[str] = frozenset(),
-    slices: Mapping[str, int] | None = None,
+    slices: Mapping[str, int] | Callable[[str, int], int] | None = None,
     moved: Sequence[float] | None = None,
 ) -> list[float]:
     """Bytes of each task's reads and writes served by the L2 cache instead of memory.
@@ -408,7 +408,8 @@ def l2_resident_bytes(
     bytes of every tensor; ``eligible``: the intermediate tensors the device produces and
     consumes (not graph inputs, outputs or weights, which live in memory); ``fixed``:
     tensors that do not shrink with a batch slice (weights, constants); ``slices``: the
-    batch slices an eligible tensor's window may be cut into (its leading dimension);
+    batch slices an eligible tensor's window may be cut into (its leading dimension; a
+    mapping, or a ``get``-like callable asked only for windows that do not fit whole);
     ``moved``: the bytes each task really moves when that is less than its tensors' sizes
     (a gather reads only the rows it gathers, :func:`gather_unread_bytes`).
 
@@ -427,44 +428,46 @@ def l2_resident_bytes(
     prefix = [0.0] * (n + 1)
     fixed_prefix = [0.0] * (n + 1)
     written: dict[str, int] = {}
-    last_read: dict[str, int] = {}
-    touches: dict[str, int] = {}
+    touched: dict[str, list[int]] = {}  # eligible tensor -> the tasks reading it
+    size_of = sizes.get
+    total = pinned_total = 0.0
     for i, (reads, writes) in enumerate(tasks):
-        total_moved = pinned = 0.0
+        here = pinned = 0.0
         for t in reads:
-            b = sizes.get(t, 0.0)
-            total_moved += b
-            if t in fixed:
-                pinned += b
+            b = size_of(t, 0.0)
+            here += b
             if t in eligible:
-                last_read[t] = i
-                touches[t] = touches.get(t, 0) + 1
+                touched.setdefault(t, []).append(i)
+            elif t in fixed:
+                pinned += b
         for t in writes:
-            total_moved += sizes.get(t, 0.0)
+            here += size_of(t, 0.0)
             if t in eligible and t not in written:
                 written[t] = i
-                touches[t] = touches.get(t, 0) + 1
-        if moved is not None and moved[i] < total_moved:
+        if moved is not None and moved[i] < here:
             # what a task does not read is part of a weight (a gather's table)
-            pinned = max(pinned - (total_moved - moved[i]), 0.0)
-            total_moved = moved[i]
-        prefix[i + 1] = prefix[i] + total_moved
-        fixed_prefix[i + 1] = fixed_prefix[i] + pinned
-    resident: set[str] = set()
+            pinned = max(pinned - (here - moved[i]), 0.0)
+            here = moved[i]
+        total += here
+        pinned_total += pinned
+        prefix[i + 1] = total
+        fixed_prefix[i + 1] = pinned_total
+    part = (slices.get if isinstance(slices, Mapping) else slices) if slices else None
     for t, i in written.items():
-        j = last_read.get(t)
-        if j is None or j <= i:
+        readers = touched.get(t)
+        if not readers or readers[-1] <= i:
             continue
-        size = sizes.get(t, 0.0)
+        j = readers[-1]
+        size = size_of(t, 0.0)
         pinned = fixed_prefix[j + 1] - fixed_prefix[i]
-        active = prefix[j + 1] - prefix[i] - pinned - size * (touches[t] - 1)
-        parts = max(int(slices.get(t, 1)), 1) if slices else 1
-        if pinned + active / parts <= capacity_bytes:
-            resident.add(t)
-    if not resident:
-        return out
-    for i, (reads, writes) in enumerate(tasks):
-        out[i] = float(sum(sizes.get(t, 0.0) for t in (*reads, *writes) if t in resident))
+        active = prefix[j + 1] - prefix[i] - pinned - size * len(readers)
+        if pinned + active > capacity_bytes:
+            parts = max(int(part(t, 1) or 1), 1) if part else 1
+            if parts == 1 or pinned + active / parts > capacity_bytes:
+                continue
+        out[i] += size
+        for r in readers:
+            out[r] += size
     return out
 
 

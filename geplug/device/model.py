@@ -14,13 +14,14 @@ op class); a node without one runs on AI Core in its graph dtype.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
 from geplug.device.cost import (
+    GATHER_OPS,
     ISSUE_MODES,
     NodeWork,
     TaskCost,
@@ -169,8 +170,10 @@ def build_device_model(
     node_task: dict[str, str] = {}
     plans: list[tuple[Task, TaskCost, str, str, tuple[NodeWork, ...]]] = []
     unresolved: set[str] = set()
-    l2_served = _l2_served(opt, graph, nodes, nbytes, product)
-    for index, task in enumerate(opt.tasks):
+    tasks = opt.tasks
+    moved_by_task = [_task_bytes(task, nodes, nbytes) for task in tasks]
+    l2_served = _l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
+    for index, task in enumerate(tasks):
         members = [nodes[m] for m in task.members]
         ds = [decisions.get(m) for m in task.members]
         dtypes = [getattr(d, "dtype", "") or _graph_dtype(graph, n) for d, n in
@@ -179,8 +182,7 @@ def build_device_model(
                    for d, n in zip(ds, members, strict=True)]
         works = tuple(node_work(n, graph, k) for n, k in zip(members, classes, strict=True))
         engine = getattr(ds[0], "engine", "AI_CORE") or "AI_CORE"
-        moved = float(sum(nbytes(t) for t in (*task.inputs, *task.outputs)))
-        moved -= gather_unread_bytes(members, task.inputs, nbytes)
+        moved = moved_by_task[index]
         cost = task_cost(members, works, dtypes, engine=engine, bytes_moved=moved,
                          product=product, issue_mode=issue_mode, op_classes=classes,
                          l2_bytes=l2_served[index])
@@ -281,26 +283,34 @@ def build_device_model(
                        node_task=node_task)
 
 
-def _l2_served(opt: OptimizedGraph, graph: Graph, nodes: Mapping[str, Any],
-               nbytes: _Bytes, product: Product) -> list[float]:
-    """Per task (in ``opt.tasks`` order, the compute stream's order), the bytes served by
-    L2 (:func:`~geplug.device.cost.l2_resident_bytes`). Eligible: tensors a task writes
-    that are neither graph outputs nor known at compile; weights and constants (known)
-    count whole in every window, activations per slice of their leading dimension."""
+def _task_bytes(task: Task, nodes: Mapping[str, Any], nbytes: _Bytes) -> float:
+    """Bytes a task moves: its external inputs and outputs, less what a gather does not
+    read of its table (:func:`~geplug.device.cost.gather_unread_bytes`)."""
+    moved = float(sum(nbytes(t) for t in (*task.inputs, *task.outputs)))
+    members = [nodes[m] for m in task.members]
+    if any(n.op_type in GATHER_OPS for n in members):
+        moved -= gather_unread_bytes(members, task.inputs, nbytes)
+    return moved
+
+
+def _l2_served(tasks: Sequence[Task], opt: OptimizedGraph, graph: Graph, nbytes: _Bytes,
+               moved: Sequence[float], product: Product) -> list[float]:
+    """Per task (in ``tasks`` order, the compute stream's order), the bytes served by L2
+    (:func:`~geplug.device.cost.l2_resident_bytes`). Eligible: tensors a task writes that
+    are neither graph outputs nor known at compile; weights and constants (known) count
+    whole in every window, activations per slice of their leading dimension."""
     capacity = product.compute.l2_cache_mib * (1 << 20)
     if capacity <= 0 or product.compute.l2_bandwidth_gbps <= 0:
-        return [0.0] * len(opt.tasks)
+        return [0.0] * len(tasks)
     outputs = {opt.root(t) for t in graph.outputs}
-    io = [(task.inputs, task.outputs) for task in opt.tasks]
-    eligible = {t for task in opt.tasks for t in task.outputs
-                if t and t not in outputs and t not in opt.known}
+    known = opt.known
+    io = [(task.inputs, task.outputs) for task in tasks]
+    eligible = {t for task in tasks for t in task.outputs
+                if t and t not in outputs and t not in known}
     sizes = {t: float(nbytes(t)) for reads, writes in io for t in (*reads, *writes) if t}
-    slices = {t: _leading_dim(graph, t) for t in eligible}
-    moved = [sum(sizes.get(t, 0.0) for t in (*task.inputs, *task.outputs) if t)
-             - gather_unread_bytes([nodes[m] for m in task.members], task.inputs,
-                                   lambda t: sizes.get(t, 0.0)) for task in opt.tasks]
     return l2_resident_bytes(io, sizes, capacity_bytes=capacity, eligible=eligible,
-                             fixed=opt.known, slices=slices, moved=moved)
+                             fixed=known, slices=lambda t, _: _leading_dim(graph, t),
+                             moved=moved)
 
 
 def _leading_dim(graph: Graph, name: str) -> int:
