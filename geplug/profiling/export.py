@@ -8,20 +8,23 @@ device part of the timeline together, while op_statistic is aggregated per (OP T
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
+from geplug.errors import ProfilingError
 from geplug.profiling import aicpu, l2, overlap, step_trace
 from geplug.profiling import api_collector as api_mod
 from geplug.profiling import hccl as hccl_mod
 from geplug.profiling import markers as markers_mod
 from geplug.profiling.analyzer_db import write_analyzer_db
 from geplug.profiling.export_samples import CsvFile, host_files, sampler_files
+from geplug.profiling.forked import ForkedJob, can_fork
 from geplug.profiling.layout import (
     ANALYZE,
     OUTPUT_DIR,
@@ -93,7 +96,6 @@ def export(session: ProfilingSession) -> list[str]:
     product = session.product
     out = os.path.join(session.root, OUTPUT_DIR)
     ts = session.ts14
-    dev = str(session.device_id)
     written: list[str] = []
 
     def path(stem: str, ext: str = "csv") -> str:
@@ -103,7 +105,14 @@ def export(session: ProfilingSession) -> list[str]:
     pmu_cols = pmu_columns(product, eff)
     pmu = PmuModel(product, pmu_cols) if pmu_cols else None
     db_path = os.path.join(session.root, f"msprof_{ts}.db")
-    db = MsprofDb(db_path, device_id=session.device_id)
+    job: ForkedJob | None = None
+    db: MsprofDb | None = None
+    if _parallel(session):
+        # the database in a child process, the text files here: the same rows either way
+        job = ForkedJob("the msprof database", db_path,
+                        lambda: _write_db(session, db_path, pmu, pmu_cols))
+    else:
+        db = MsprofDb(db_path, device_id=session.device_id)
     try:
         with ExitStack() as stack:
             timeline = TimelineWriter(stack.enter_context(AtomicFile(path("msprof", "json"))),
@@ -130,36 +139,45 @@ def export(session: ProfilingSession) -> list[str]:
                                      if l2.wants(t) else None))
             tasks.run()
             overlap.write_track(timeline, tasks.compute, tasks.comm)
-            if session.api is not None:
-                api_rows = []
-                for level_name, name, start, dur in session.api.calls():
-                    timeline.api(level_name, name, start, dur)
-                    api_rows.append((start, start + dur, API_TYPES.get(level_name, 5000),
-                                     (session.pid << 32) | 2, None, db.sid(name)))
-                    if len(api_rows) >= 65536:
-                        db.add_api_rows(api_rows)
-                        api_rows = []
-                db.add_api_rows(api_rows)
+            _api(session, db, timeline)
             if session.markers is not None:
-                db.add_mstx(_mstx_rows(session, db, timeline))
+                _markers(session, db, timeline)
             if session.steps is not None:
                 step_trace.write_track(timeline, session.steps)
             sampler_files(session, stack, path, timeline, written)
             write_memory(session, stack, path, timeline, db, written)
             host_files(session, stack, path, timeline, written)
             timeline.close()
-        start_ns = tasks.first_ns if tasks.first_ns is not None else int(
-            session.start_time * 1e9)
-        st = session.step_times.tolist()
-        db.add_steps((st[i], st[i + 1], st[i + 2]) for i in range(0, len(st), 3))
-        db.add_info(npu_name=(product.soc_versions or (product.name,))[0],
-                    host_uid=str(uuid.getnode()), host_name=socket.gethostname(),
-                    rank_id=session.rank_id(), start_ns=start_ns,
-                    end_ns=max(tasks.last_ns, start_ns), freq_mhz=product.compute.clock_mhz)
-        written.append(db.commit())
+        if db is not None:
+            _finish_db(session, db, tasks)
+            written.append(db.commit())
+        _summaries(session, tasks, path, written)
     except BaseException:
-        db.abort()
+        if db is not None:
+            db.abort()
+        if job is not None:
+            with contextlib.suppress(ProfilingError):
+                job.wait()  # never leave the child running (it finishes or cleans up)
         raise
+    failure: ProfilingError | None = None
+    if job is not None:
+        try:
+            written.append(job.wait())
+        except ProfilingError as exc:
+            failure = exc  # the text files are complete: register them, then report
+    for p in written:
+        session.guard.register(p, ageable=False)
+    if failure is not None:
+        raise failure
+    return written
+
+
+def _summaries(session: ProfilingSession, tasks: TaskPass, path: Callable[..., str],
+               written: list[str]) -> None:
+    """The files written after the task pass: op_statistic, step_trace, api_statistic,
+    msprof_tx, communication_statistic and ``analyze/``."""
+    eff = session.eff
+    dev = str(session.device_id)
     stats = tasks.stats
     if stats:
         total = sum(s[1] for s in stats.values()) or 1.0
@@ -194,24 +212,94 @@ def export(session: ProfilingSession) -> list[str]:
                     session.comm.statistic_rows(session.device_id), written)
         _write_json(os.path.join(analyze, "communication.json"), comm_json, written)
         _write_json(os.path.join(analyze, "communication_matrix.json"), matrix_json, written)
-    for p in written:
-        session.guard.register(p, ageable=False)
-    return written
 
 
-def _mstx_rows(session: ProfilingSession, db: MsprofDb,
-               timeline: TimelineWriter) -> Iterator[tuple[Any, ...]]:
-    """MSTX_EVENTS rows (and the MsTx timeline events) of every marker."""
+PARALLEL_MIN_TASKS = 100_000
+"""Task records from which the database is written by a forked worker beside the text files
+(smaller exports are quicker in one process). Tests lower it to check both paths agree."""
+
+
+def _parallel(session: ProfilingSession) -> bool:
+    """Whether to write the database in a forked worker (a large run, fork safe here)."""
+    if not session.record_tasks or not can_fork():
+        return False
+    log = session.tasks.tasks
+    log.flush()
+    return log.flushed >= PARALLEL_MIN_TASKS
+
+
+def _write_db(session: ProfilingSession, db_path: str, pmu: PmuModel | None,
+              pmu_cols: list[str]) -> str:
+    """The whole msprof database of ``session`` (the worker's part); returns its path."""
+    db = MsprofDb(db_path, device_id=session.device_id)
+    try:
+        tasks = TaskPass(session, summary=None, task_time=None, timeline=None, db=db, pmu=pmu,
+                         pmu_cols=pmu_cols)
+        tasks.run()
+        _api(session, db, None)
+        if session.markers is not None:
+            _markers(session, db, None)
+        _finish_db(session, db, tasks)
+        return db.commit()
+    except BaseException:
+        db.abort()
+        raise
+
+
+def _api(session: ProfilingSession, db: MsprofDb | None,
+         timeline: TimelineWriter | None) -> None:
+    """The host API calls: CANN timeline events and CANN_API rows (either may be None)."""
+    if session.api is None:
+        return
+    api_rows = []
+    for level_name, name, start, dur in session.api.calls():
+        if timeline is not None:
+            timeline.api(level_name, name, start, dur)
+        if db is not None:
+            api_rows.append((start, start + dur, API_TYPES.get(level_name, 5000),
+                             (session.pid << 32) | 2, None, db.sid(name)))
+            if len(api_rows) >= 65536:
+                db.add_api_rows(api_rows)
+                api_rows = []
+    if db is not None:
+        db.add_api_rows(api_rows)
+
+
+def _finish_db(session: ProfilingSession, db: MsprofDb, tasks: TaskPass) -> None:
+    """STEP_TIME and the session / device / host tables."""
+    product = session.product
+    start_ns = tasks.first_ns if tasks.first_ns is not None else int(
+        session.start_time * 1e9)
+    st = session.step_times.tolist()
+    db.add_steps((st[i], st[i + 1], st[i + 2]) for i in range(0, len(st), 3))
+    db.add_info(npu_name=(product.soc_versions or (product.name,))[0],
+                host_uid=str(uuid.getnode()), host_name=socket.gethostname(),
+                rank_id=session.rank_id(), start_ns=start_ns,
+                end_ns=max(tasks.last_ns, start_ns), freq_mhz=product.compute.clock_mhz)
+
+
+def _markers(session: ProfilingSession, db: MsprofDb | None,
+             timeline: TimelineWriter | None) -> None:
+    """Every marker: its MsTx timeline event and its MSTX_EVENTS row (either may be None)."""
     assert session.markers is not None
+    rows: list[tuple[Any, ...]] = []
     for m in session.markers.markers():
-        timeline.marker(m)
+        if timeline is not None:
+            timeline.marker(m)
+        if db is None:
+            continue
         start = us_to_ns(m["start"])
         is_range = m["end"] is not None
         end = us_to_ns(m["end"]) if is_range else start
         tid = (int(m["pid"]) << 32) | int(m["tid"])
-        yield (start, end, MSTX_EVENT_TYPES["start/end" if is_range else "marker"],
-               int(m["id"]), 0, db.sid(m["message"]), tid, tid, db.sid(m["domain"]),
-               4294967295)
+        rows.append((start, end, MSTX_EVENT_TYPES["start/end" if is_range else "marker"],
+                     int(m["id"]), 0, db.sid(m["message"]), tid, tid, db.sid(m["domain"]),
+                     4294967295))
+        if len(rows) >= 65536:
+            db.add_mstx(rows)
+            rows = []
+    if db is not None:
+        db.add_mstx(rows)
 
 
 def _write_rows(path: str, header: list[str], rows: Iterator[list[str]],

@@ -101,6 +101,7 @@ class ProfilingSession:
         self.product = system.product
         self.device_id = int(system.device_id)
         self.start_time = time.time()
+        self._pid = os.getpid()
         name, self.ts14 = new_prof_name(self.start_time)
         self.root = os.path.join(eff.output_root, name)
         self.guard = storage.StorageGuard(eff.output_root, self.root, eff.storage_limit_mb)
@@ -171,8 +172,9 @@ class ProfilingSession:
 
     @property
     def pid(self) -> int:
-        """The host process id recorded with tasks and API calls."""
-        return os.getpid()
+        """The host process id recorded with tasks and API calls: the collecting process's,
+        also when the export runs in a forked worker."""
+        return self._pid
 
     def rank_info(self) -> tuple[int, int]:
         """(rank id, rank size) of the system (0, 1 without a rank table)."""

@@ -148,6 +148,9 @@ class _Sig:
         if comm and not p.hccl:
             flow_f = _SKIP * 3
         self.events = kernel + launch + flow_s + flow_f
+        self.event_count = self.events.count(",\n{")
+        """Events one task adds to the timeline (each starts with ``,\\n{``; names are
+        JSON-escaped, so the sequence appears nowhere else)."""
         self.cycles_per_ns = p.clock_mhz * op.block_dim / 1000 if l1 else None
         db = p.db
         if db is not None:
@@ -178,11 +181,6 @@ def _fill(templates: list[str], idx: np.ndarray, vals: np.ndarray) -> str:
     rows = idx.tolist()
     fmt = "".join(itemgetter(*rows)(templates)) if len(rows) > 1 else templates[rows[0]]
     return fmt % tuple(vals.ravel().tolist())
-
-
-def _count_events(block: str) -> int:
-    """Events in a timeline block (each starts with ``,\\n{``; names are JSON-escaped)."""
-    return block.count(",\n{")
 
 
 class _SigAgg:
@@ -232,10 +230,16 @@ class _SigAgg:
 
 
 class TaskPass:
-    """Writes every per-task output of ``session`` in one pass (see the module docstring)."""
+    """Writes every per-task output of ``session`` in one pass (see the module docstring).
+
+    ``timeline`` None writes no text output (the database worker's pass); ``db`` None writes
+    no database rows (the text pass beside that worker). Both compute the same PMU keys and
+    intern strings in the same order, so either split gives the files of one combined pass.
+    """
 
     def __init__(self, session: ProfilingSession, *, summary: SlicedCsv | None,
-                 task_time: IO[str] | None, timeline: TimelineWriter, db: MsprofDb | None,
+                 task_time: IO[str] | None, timeline: TimelineWriter | None,
+                 db: MsprofDb | None,
                  pmu: PmuModel | None, pmu_cols: list[str]) -> None:
         self.session = session
         self.level = session.eff.task_level
@@ -306,7 +310,8 @@ class TaskPass:
         self._sum_keys: dict[int, tuple[int, int]] = {}
         self._sum_templates: list[str] = []
         self._agg = _SigAgg()
-        self.timeline.ensure_launch_thread(LAUNCH_TID)
+        if self.timeline is not None:
+            self.timeline.ensure_launch_thread(LAUNCH_TID)
         self._streams: set[tuple[int, int]] = set()
         db = self.db
         self._rows: TemplateRows | None = None
@@ -341,7 +346,8 @@ class TaskPass:
                 if self.db is not None:
                     self.db.add_task_sig(sig, info.db_sig)
                 key = (info.pid, info.tid)
-                if self._text and key not in self._streams and (self.hccl or not info.comm):
+                if self.timeline is not None and self._text and key not in self._streams \
+                        and (self.hccl or not info.comm):
                     self._streams.add(key)
                     self.timeline.ensure_stream(info.pid, info.tid, info.comm)
         return info
@@ -373,11 +379,13 @@ class TaskPass:
         top = max(known) + 1
         comm_of = np.zeros(top, dtype=bool)
         cyc_of = np.zeros(top, dtype=np.float64)
+        events_of = np.zeros(top, dtype=np.int64)
         for u in known:
             info = infos[u]
             assert info is not None
             comm_of[u] = info.comm
             cyc_of[u] = info.cycles_per_ns or 0.0
+            events_of[u] = info.event_count
         st = chunk[:, 2] + self.session.base_ns
         d = chunk[:, 3]
         wait = chunk[:, 4]
@@ -402,13 +410,15 @@ class TaskPass:
                                         end // 1000, end % 1000))
                 self.task_time.write(_fill([i.task_time if i else "" for i in self._list()],
                                            sig, vals))
-            cyc = (d * cyc_of[sig]).astype(np.int64)
-            sw, sf, dw, df = st // 1000, st % 1000, d // 1000, d % 1000
-            lw, lf, nw, nf = ls // 1000, ls % 1000, (le - ls) // 1000, (le - ls) % 1000
-            vals = np.column_stack((sw, sf, dw, df, dw, df, gid, d // 1000000, d % 1000000, cyc,
-                                    step, lw, lf, nw, nf, gid, gid, lw, lf, gid, sw, sf))
-            block = _fill([i.events if i else "" for i in self._list()], sig, vals)
-            self.timeline.raw_block(block, _count_events(block))
+            if self.timeline is not None:
+                cyc = (d * cyc_of[sig]).astype(np.int64)
+                sw, sf, dw, df = st // 1000, st % 1000, d // 1000, d % 1000
+                lw, lf, nw, nf = ls // 1000, ls % 1000, (le - ls) // 1000, (le - ls) % 1000
+                vals = np.column_stack((sw, sf, dw, df, dw, df, gid, d // 1000000,
+                                        d % 1000000, cyc, step, lw, lf, nw, nf, gid, gid, lw,
+                                        lf, gid, sw, sf))
+                block = _fill([i.events if i else "" for i in self._list()], sig, vals)
+                self.timeline.raw_block(block, int(events_of[sig].sum()))
             for out, rows in self.static:
                 lines = [self._static_line(out, rows, u) for u in range(top)]
                 out.write("".join(itemgetter(*sig.tolist())(lines)) if n > 1
