@@ -40,9 +40,15 @@ class TorchRuntime:
         self.user_config: Any = None
         """The SessionConfig as the user gave it (a profiler's system starts from it)."""
         self.clock_us = 0.0
+        """The compute stream's clock (µs after ``base_us``)."""
+        self.comm_free_us = 0.0
+        """When the communication stream is next free: collectives run there, beside
+        compute (:mod:`geplug_torch.distributed.timing`)."""
         self.base_us = int(time.time() * 1e6)
-        self._open: dict[int, int] = {}
-        """model id -> the iteration whose StepEvent begin was emitted."""
+        self._open: dict[int, tuple[Any, int]] = {}
+        """model id -> (the model, the iteration whose StepEvent begin was emitted); the
+        model is a :class:`~geplug_torch.model.TrainingModel` or the record communication
+        tasks of an eager job are filed under."""
         self._lock = threading.RLock()
         self._advanced_since_profiler_step = False
         self._compute_factor: float | None = None
@@ -130,7 +136,7 @@ class TorchRuntime:
                 targets.append(sub)
         return targets
 
-    def run_info(self, model: TrainingModel, step: int, system: System | None = None) -> RunInfo:
+    def run_info(self, model: Any, step: int, system: System | None = None) -> RunInfo:
         """The RunInfo of ``model`` at ``step`` for events to ``system`` (default: own)."""
         return RunInfo(system=system or self.system, model_name=model.name,
                        model_id=model.model_id, step=step, device_id=self.system.device_id,
@@ -158,16 +164,26 @@ class TorchRuntime:
         """
         return self.clock_us
 
+    def wait_comm(self, end_us: float | None = None) -> None:
+        """The compute stream waits for the communication stream: for the collective ending
+        at ``end_us`` (its work's ``wait()``), or for every collective issued (``None``: the
+        optimizer reads the reduced gradients, the step ends)."""
+        with self._lock:
+            until = self.comm_free_us if end_us is None else end_us
+            self.clock_us = max(self.clock_us, until)
+
     # -- steps -----------------------------------------------------------------------------
 
-    def begin(self, model: TrainingModel, phase: str) -> int:
-        """The iteration a run of ``model``'s ``phase`` graph belongs to (opening its step)."""
+    def begin(self, model: Any, phase: str) -> int:
+        """The iteration a run of ``model``'s ``phase`` graph belongs to (opening its step);
+        ``phase`` ``"communication"``: a collective filed under ``model``'s steps."""
         with self._lock:
             if phase in ("forward", "inference") and model.backward_done_in == self.iteration:
                 self._advance()  # a forward after this iteration's backward: a new iteration
             step = self.iteration
-            if self._open.get(model.model_id) != step:
-                self._open[model.model_id] = step
+            opened = self._open.get(model.model_id)
+            if opened is None or opened[1] != step:
+                self._open[model.model_id] = (model, step)
                 t = self.now()
                 for prof in self.profilers:
                     prof.record_step(self, model, step, "begin", t)
@@ -190,6 +206,7 @@ class TorchRuntime:
             if not self._open:
                 return
             self.saw_training_step = True
+            self.wait_comm()  # the update reads the reduced gradients
             self.clock_us = self.now() + self._refresh_us(optimizer) * self.compute_factor
             self._advance()
             self._advanced_since_profiler_step = True
@@ -209,11 +226,11 @@ class TorchRuntime:
                 self._advance()
 
     def _advance(self) -> None:
+        self.wait_comm()  # a step ends when both streams are done (its makespan)
         t = self.now()
-        for model in self.models:
-            step = self._open.pop(model.model_id, None)
-            if step is None:
-                continue
+        opened = list(self._open.values())
+        self._open.clear()
+        for model, step in opened:
             for prof in self.profilers:
                 prof.record_step(self, model, step, "end", t)
             for system in self.profile_systems():

@@ -1,16 +1,21 @@
 """DDP over torchrun on the ``hccl`` backend (docs/distributed.md "PyTorch: the hccl backend").
 
 Two real processes per run (``torchrun --nproc_per_node 2``): the same plain DDP script on
-gloo and on hccl; the hccl run's gradients must be gloo's, bit for bit, and its profiler
-output must carry the HCCL model's communication tasks.
+gloo and on hccl (eager, and compiled by geplug's torch.compile backend); the hccl runs'
+gradients must be gloo's, bit for bit, and their profiler output must carry the HCCL
+model's communication tasks the way torch_npu writes them: per step in communication.json,
+counted in step_trace_time.csv (overlapping the backward pass where DDP's buckets let it),
+and read so by ``msprof-analyze cluster`` (run once, on the compiled run).
 """
 
 from __future__ import annotations
 
+import csv
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -25,8 +30,8 @@ pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "hccl_ddp_job.py")
-PARAM_BYTES = (32 * 64 + 64 + 64 * 8 + 8) * 4
-"""The script's MLP: one DDP gradient bucket of float32 parameters."""
+PARAM_BYTES = (32 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 8 + 8) * 4
+"""The script's MLP: float32 gradients every step all-reduces once, in 1 MB buckets."""
 
 
 def torchrun(out: str, *args: str, env: dict[str, str] | None = None, nproc: int = 2
@@ -44,11 +49,13 @@ def torchrun(out: str, *args: str, env: dict[str, str] | None = None, nproc: int
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """One gloo run and one profiled hccl run of the script."""
+    """The wide MLP on gloo, on hccl under the profiler, and on hccl under the profiler with
+    the DDP module compiled by geplug (its buckets' allreduces overlap backward)."""
     root = str(tmp_path_factory.mktemp("ddp"))
     dirs = {}
-    for key, backend, extra in (("gloo", "gloo", ()), ("hccl", "hccl", ("--profile",)),
-                                ("compiled", "hccl", ("--profile", "--compile"))):
+    for key, backend, extra in (("gloo", "gloo", ("--wide",)),
+                                ("hccl", "hccl", ("--wide", "--profile")),
+                                ("compiled", "hccl", ("--wide", "--profile", "--compile-ddp"))):
         out = os.path.join(root, key)
         # exact model times: the rank-to-rank variation pinned off
         done = torchrun(out, backend, out, *extra, env={"GEPLUG_SIM_RANK_VARIATION": "0"})
@@ -78,23 +85,6 @@ def test_ddp_over_a_geplug_compiled_model_on_hccl_has_gloos_gradients(runs):
             assert all(torch.equal(a, b) for a, b in zip(step_h, step_g, strict=True))
 
 
-def test_allreduces_follow_the_backward_kernels_on_the_device_timeline(runs):
-    for d in _ascend_pt(runs["compiled"]):
-        with open(os.path.join(d, "ASCEND_PROFILER_OUTPUT", "trace_view.json")) as fh:
-            events = json.load(fh)
-        pids = {e["args"]["name"]: e["pid"] for e in events
-                if e.get("ph") == "M" and e.get("name") == "process_name"}
-        spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
-                 if e.get("ph") == "X" and e.get("pid") == pids["Ascend Hardware"]]
-        reduces = [float(e["ts"]) for e in events if e.get("ph") == "X"
-                   and e.get("pid") == pids["Communication"]
-                   and e["name"].startswith("hcom_allReduce__")]
-        assert len(reduces) == 3 and spans
-        for ts in reduces:
-            before = [end for start, end in spans if start < ts]
-            assert before and max(before) <= ts + 1e-3
-
-
 def test_a_new_group_sub_group_runs_its_collectives_on_hccl(runs):
     result = torch.load(os.path.join(runs["hccl"], "subgroup.pt"))
     assert torch.equal(result, torch.full((3,), 2.0))
@@ -108,32 +98,166 @@ def test_each_rank_writes_its_own_ascend_pt_with_its_rank(runs):
     assert ranks == [0, 1]
 
 
+def _output(d: str, name: str) -> str:
+    return os.path.join(d, "ASCEND_PROFILER_OUTPUT", name)
+
+
+def _json(path: str) -> object:
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def _steps(d: str) -> dict[str, dict[str, float]]:
+    """step_trace_time.csv: step -> column -> µs."""
+    with open(_output(d, "step_trace_time.csv"), newline="") as fh:
+        return {r["Step"]: {k: float(v) for k, v in r.items() if k not in ("Device_id", "Step")}
+                for r in csv.DictReader(fh)}
+
+
+def _rank(d: str) -> int:
+    found = glob.glob(os.path.join(d, "profiler_info_*.json"))[0]
+    return int(os.path.basename(found)[len("profiler_info_"):-len(".json")])
+
+
+def _trace(d: str) -> tuple[list[dict], dict[str, int]]:
+    events = _json(_output(d, "trace_view.json"))
+    pids = {e["args"]["name"]: e["pid"] for e in events
+            if e.get("ph") == "M" and e.get("name") == "process_name"}
+    return events, pids
+
+
+def _elapse_ms(op: dict) -> float:
+    return op["Communication Time Info"]["Elapse Time(ms)"]
+
+
 def test_profiler_communication_json_carries_the_hccl_models_allreduce_time(runs):
     product = get_manager().products().get("atlas_a2")
-    model = simulate(Topology.generated(product, 2), "allreduce", float(PARAM_BYTES),
-                     read_settings({}))
+    topology, settings = Topology.generated(product, 2), read_settings({})
     for d in _ascend_pt(runs["hccl"]):
-        with open(os.path.join(d, "ASCEND_PROFILER_OUTPUT", "communication.json")) as fh:
-            comm = json.load(fh)
-        ops = next(iter(comm.values()))["collective"]
-        reduces = {k: v for k, v in ops.items() if k.startswith("hcom_allReduce__")}
-        assert len(reduces) == 3  # one gradient bucket per step
-        for op in reduces.values():
-            info = op["Communication Time Info"]
-            assert info["Elapse Time(ms)"] == pytest.approx(model.duration_us / 1000, abs=2e-6)
-            hccs = op["Communication Bandwidth Info"]["HCCS"]
-            assert hccs["Transit Size(MB)"] == pytest.approx(PARAM_BYTES / 1e6)
+        comm = _json(_output(d, "communication.json"))
+        for step in comm.values():
+            reduces = [v for k, v in step["collective"].items()
+                       if k.startswith("hcom_allReduce__")]
+            sizes = [op["Communication Bandwidth Info"]["HCCS"]["Transit Size(MB)"]
+                     for op in reduces]
+            assert sum(sizes) == pytest.approx(PARAM_BYTES / 1e6)  # every gradient, once
+            for op, mb in zip(reduces, sizes, strict=True):
+                model = simulate(topology, "allreduce", mb * 1e6, settings)
+                assert _elapse_ms(op) == pytest.approx(model.duration_us / 1000, abs=2e-6)
 
 
 def test_profiler_trace_view_has_a_communication_track_with_the_allreduces(runs):
     for d in _ascend_pt(runs["hccl"]):
-        with open(os.path.join(d, "ASCEND_PROFILER_OUTPUT", "trace_view.json")) as fh:
-            events = json.load(fh)
-        pid = next(e["pid"] for e in events if e.get("ph") == "M"
-                   and e.get("name") == "process_name"
-                   and e.get("args", {}).get("name") == "Communication")
-        names = [e["name"] for e in events if e.get("ph") == "X" and e.get("pid") == pid]
-        assert sum(n.startswith("hcom_allReduce__") for n in names) == 3
+        events, pids = _trace(d)
+        names = [e["name"] for e in events if e.get("ph") == "X"
+                 and e.get("pid") == pids["Communication"]]
+        listed = [k for step in _json(_output(d, "communication.json")).values()
+                  for k in step["collective"] if k.startswith("hcom_allReduce__")]
+        assert sum(n.startswith("hcom_allReduce__") for n in names) == len(listed) >= 3
+
+
+@pytest.mark.parametrize("run", ["hccl", "compiled"])
+def test_communication_json_files_each_steps_collectives_under_that_step(runs, run):
+    for d in _ascend_pt(runs[run]):
+        with open(os.path.join(runs[run], f"issued_{_rank(d)}.json")) as fh:
+            issued = json.load(fh)  # what torch handed the backend, per training step
+        comm = _json(_output(d, "communication.json"))
+        assert list(comm) == [f"step{n}" for n in range(len(issued))]
+        assert [len(s["collective"]) + len(s["p2p"]) for s in comm.values()] == issued
+
+
+def test_step_trace_time_communication_is_the_steps_collective_time(runs):
+    for d in _ascend_pt(runs["compiled"]):
+        comm = _json(_output(d, "communication.json"))
+        for step, row in _steps(d).items():
+            ops = comm[f"step{step}"]["collective"].values()
+            # collectives follow each other on the communication stream: their union is
+            # the sum of their times
+            assert row["Communication"] == pytest.approx(
+                1000 * sum(_elapse_ms(op) for op in ops), abs=2e-3)
+            assert row["Communication"] > 0
+
+
+def test_ddp_allreduces_overlap_the_rest_of_backward(runs):
+    for d in _ascend_pt(runs["compiled"]):
+        events, pids = _trace(d)
+        kernels = [(float(e["ts"]), e["name"]) for e in events if e.get("ph") == "X"
+                   and e.get("pid") == pids["Ascend Hardware"]]
+        reduces = [(float(e["ts"]), float(e["ts"]) + e["dur"]) for e in events
+                   if e.get("ph") == "X" and e.get("pid") == pids["Communication"]
+                   and e["name"].startswith("hcom_allReduce__")]
+        beside = [n for ts, n in kernels for a, b in reduces if a <= ts < b]
+        assert beside and all(n.startswith("gradients/") for n in beside)
+        steps = _steps(d)
+        assert all(row["Overlapped"] > 0 for step, row in steps.items() if step != "0")
+        assert all(row["Communication(Not Overlapped)"] ==
+                   pytest.approx(row["Communication"] - row["Overlapped"], abs=2e-3)
+                   for row in steps.values())
+
+
+def test_computing_unoverlapped_communication_and_free_make_up_the_step(runs):
+    for d in _ascend_pt(runs["compiled"]):
+        events, _ = _trace(d)
+        step_us = {e["name"][len("ProfilerStep#"):]: e["dur"] for e in events
+                   if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")}
+        for step, row in _steps(d).items():
+            parts = row["Computing"] + row["Communication(Not Overlapped)"] + row["Free"]
+            assert parts == pytest.approx(step_us[step], abs=3e-3)
+            assert row["Computing"] > 0 and row["Stage"] == pytest.approx(step_us[step],
+                                                                          abs=1e-3)
+
+
+def test_overlap_analysis_track_carries_the_step_trace_time_numbers(runs):
+    for d in _ascend_pt(runs["compiled"]):
+        events, pids = _trace(d)
+        assert list(pids).count("Overlap Analysis") == 1
+        spans = {e["name"][len("ProfilerStep#"):]: (float(e["ts"]), float(e["ts"]) + e["dur"])
+                 for e in events if e.get("ph") == "X"
+                 and e["name"].startswith("ProfilerStep#")}
+        for step, row in _steps(d).items():
+            a, b = spans[step]
+            for name in ("Computing", "Communication", "Communication(Not Overlapped)",
+                         "Free"):
+                total = sum(e["dur"] for e in events if e.get("ph") == "X"
+                            and e.get("pid") == pids["Overlap Analysis"]
+                            and e["name"] == name and a <= float(e["ts"]) < b)
+                assert total == pytest.approx(row[name], abs=3e-3)
+
+
+@pytest.fixture(scope="module")
+def cluster(runs: dict[str, str]) -> str:
+    """``msprof-analyze cluster -m communication_time`` over the compiled run's two ranks."""
+    pytest.importorskip("msprof_analyze", reason="the torch tox env installs msprof-analyze")
+    tool = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
+                                                          "msprof-analyze")
+    prof = os.path.join(runs["compiled"], "prof")
+    done = subprocess.run([tool, "cluster", "-d", prof, "-m", "communication_time"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return os.path.join(prof, "cluster_analysis_output")
+
+
+def test_cluster_communication_time_shows_each_ranks_per_step_collectives(runs, cluster):
+    groups = _json(os.path.join(cluster, "cluster_communication.json"))
+    steps = next(iter(groups.values()))
+    for d in _ascend_pt(runs["compiled"]):
+        rank = str(_rank(d))
+        mine = _json(_output(d, "communication.json"))
+        for step, ops in mine.items():
+            for name, op in ops["collective"].items():
+                assert _elapse_ms(steps[step][name][rank]) == pytest.approx(_elapse_ms(op))
+
+
+def test_cluster_step_trace_time_carries_each_ranks_communication(runs, cluster):
+    with open(os.path.join(cluster, "cluster_step_trace_time.csv"), newline="") as fh:
+        rows = {(r["Index"], r["Step"]): r for r in csv.DictReader(fh) if r["Type"] == "rank"}
+    for d in _ascend_pt(runs["compiled"]):
+        for step, mine in _steps(d).items():
+            row = rows[(str(_rank(d)), step)]
+            for column in ("Computing", "Communication", "Overlapped",
+                           "Communication(Not Overlapped)", "Free"):
+                assert float(row[column]) == pytest.approx(mine[column], abs=1e-3)
+            assert float(row["Communication"]) > 0
 
 
 def test_a_rank_that_never_joins_ends_with_hccls_connect_timeout_not_a_hang(tmp_path):

@@ -3,8 +3,11 @@
 :class:`HcclProcessGroup` is a Python ``torch.distributed.ProcessGroup`` (the form
 ``Backend.register_backend`` accepts for third-party backends written in Python) that owns a
 ``ProcessGroupGloo`` over the same store: every collective is first timed and emitted by
-:class:`~geplug_torch.distributed.timing.CommClock`, then handed to gloo, whose work object
-is returned unchanged - results are gloo's, exactly.
+:class:`~geplug_torch.distributed.timing.CommClock`, then handed to gloo - results are
+gloo's, exactly. Gloo's work object is returned inside a :class:`TimedWork`: its ``wait()``
+(what a synchronous collective calls) also makes the simulated compute stream wait for the
+collective, as torch_npu's HCCL work does; its future (what DDP's reducer waits on) is
+gloo's, so DDP's gradient allreduces overlap the rest of backward until the optimizer.
 
 At creation the rank environment is checked (:func:`read_job_env`) and the ranks rendezvous
 on the store with HCCL's set-up behaviour: a rank that never joins makes the others fail with
@@ -31,15 +34,16 @@ from torch._C._distributed_c10d import (
     ProcessGroupGloo,
     ReduceOptions,
     ReduceScatterOptions,
+    Work,
 )
 
 from geplug.errors import HcclError
 from geplug.hccl.faults import ENV as FAULT_ENV
 from geplug.hccl.faults import exec_timeout_error
 from geplug_torch.distributed.rankenv import JobEnv, read_job_env, resolve_product
-from geplug_torch.distributed.timing import HCCL_OPS, CommClock
+from geplug_torch.distributed.timing import HCCL_OPS, CommClock, Issued
 
-__all__ = ["HcclProcessGroup", "create"]
+__all__ = ["HcclProcessGroup", "TimedWork", "create"]
 
 _JOIN = "geplug_hccl_join/"
 _ARRIVE = "geplug_hccl_arrive/"
@@ -48,6 +52,27 @@ _FOREVER = timedelta(seconds=2147483647)
 _PythonProcessGroup: Any = dist.ProcessGroup
 """torch's ProcessGroup with its Python trampoline (its stubs describe the C++ overloads,
 not the Python override signatures torch calls, so the base is typed ``Any``)."""
+_PythonWork: Any = Work
+"""torch's Work with its Python trampoline (``wait`` and ``get_future`` overridable)."""
+
+
+class TimedWork(_PythonWork):
+    """Gloo's work for one collective, whose ``wait()`` is also the compute stream's wait."""
+
+    def __init__(self, inner: Any, issued: Issued) -> None:
+        super().__init__()
+        self.inner = inner
+        self.issued = issued
+
+    def wait(self, timeout: timedelta = timedelta(0)) -> bool:
+        """Wait for gloo; the simulated compute stream waits for the collective's end."""
+        self.issued.wait()
+        return bool(self.inner.wait(timeout))
+
+    def get_future(self) -> Any:
+        """Gloo's future (DDP's reducer waits on it: no compute-stream wait until the
+        optimizer step, :meth:`~geplug_torch.runtime.TorchRuntime.optimizer_step`)."""
+        return self.inner.get_future()
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -120,6 +145,25 @@ class HcclProcessGroup(_PythonProcessGroup):
         """The backend's name, as torch reports it."""
         return "hccl"
 
+    # torch names the group it creates with this object (``_set_group_name``); a Python
+    # process group keeps the names itself (dynamo reads them when it traces a DDP module)
+
+    def setGroupName(self, name: str) -> None:
+        """Keep the group's name (torch's ``_set_group_name``)."""
+        self._group_name = name
+
+    def getGroupName(self) -> str:
+        """The group's name (``group_name``)."""
+        return getattr(self, "_group_name", "")
+
+    def setGroupDesc(self, desc: str) -> None:
+        """Keep the group's description (torch's ``_set_group_desc``)."""
+        self._group_desc = desc
+
+    def getGroupDesc(self) -> str:
+        """The group's description (``group_desc``)."""
+        return getattr(self, "_group_desc", "")
+
     def _exchange(self, arrival: float) -> list[float]:
         """Every rank's arrival (µs), through the store: a rank that does not arrive within
         HCCL_EXEC_TIMEOUT (really waited; 0: never) is HCCL's EI0002, not a hang."""
@@ -143,86 +187,102 @@ class HcclProcessGroup(_PythonProcessGroup):
                 self.store.delete_key(f"{_ARRIVE}{n - 1}/{rank}")
         return every
 
-    def _time(self, kind: str, tensors: list[torch.Tensor], **kw: Any) -> None:
+    def _time(self, kind: str, tensors: list[torch.Tensor], **kw: Any) -> Issued:
         self._kind = kind
         nbytes = float(sum(t.numel() * t.element_size() for t in tensors))
         first = tensors[0] if tensors else torch.empty(0)
-        self.clock.collective(kind, nbytes, _dtype(first), tuple(first.shape), **kw)
+        return self.clock.collective(kind, nbytes, _dtype(first), tuple(first.shape), **kw)
 
     # -- collectives (torch's ProcessGroup signatures) -------------------------------------
 
     def allreduce(self, tensors: list[torch.Tensor],
                   opts: AllreduceOptions = AllreduceOptions()) -> Any:  # noqa: B008
         """allreduce (DDP's gradient buckets come here)."""
-        self._time("allreduce", tensors)
-        return self.gloo.allreduce(tensors, opts)
+        issued = self._time("allreduce", tensors)
+        return TimedWork(self.gloo.allreduce(tensors, opts), issued)
 
     def broadcast(self, tensors: list[torch.Tensor],
                   opts: BroadcastOptions = BroadcastOptions()) -> Any:  # noqa: B008
         """broadcast from ``opts.rootRank``."""
-        self._time("broadcast", tensors, root=opts.rootRank)
-        return self.gloo.broadcast(tensors, opts)
+        issued = self._time("broadcast", tensors, root=opts.rootRank)
+        return TimedWork(self.gloo.broadcast(tensors, opts), issued)
 
     def reduce(self, tensors: list[torch.Tensor],
                opts: ReduceOptions = ReduceOptions()) -> Any:  # noqa: B008
         """reduce to ``opts.rootRank``."""
-        self._time("reduce", tensors, root=opts.rootRank)
-        return self.gloo.reduce(tensors, opts)
+        issued = self._time("reduce", tensors, root=opts.rootRank)
+        return TimedWork(self.gloo.reduce(tensors, opts), issued)
 
     def allgather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor],
                   opts: AllgatherOptions = AllgatherOptions()) -> Any:  # noqa: B008
         """allgather into a list per rank."""
-        self._time("allgather", inputs)
-        return self.gloo.allgather(outputs, inputs, opts)
+        issued = self._time("allgather", inputs)
+        return TimedWork(self.gloo.allgather(outputs, inputs, opts), issued)
 
     def _allgather_base(self, output: torch.Tensor, input: torch.Tensor,
                         opts: AllgatherOptions = AllgatherOptions()) -> Any:  # noqa: B008
         """allgather into one tensor (all_gather_into_tensor)."""
-        self._time("allgather", [input])
-        return self.gloo._allgather_base(output, input, opts)
+        issued = self._time("allgather", [input])
+        return TimedWork(self.gloo._allgather_base(output, input, opts), issued)
 
     def reduce_scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]],
                        opts: ReduceScatterOptions = ReduceScatterOptions()) -> Any:  # noqa: B008
         """reduce_scatter of a list per rank."""
-        self._time("reducescatter", [t for ts in inputs for t in ts])
-        return self.gloo.reduce_scatter(outputs, inputs, opts)
+        issued = self._time("reducescatter", [t for ts in inputs for t in ts])
+        return TimedWork(self.gloo.reduce_scatter(outputs, inputs, opts), issued)
 
     def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor,
                              opts: ReduceScatterOptions = ReduceScatterOptions()  # noqa: B008
                              ) -> Any:
         """reduce_scatter of one tensor (reduce_scatter_tensor)."""
-        self._time("reducescatter", [input])
-        return self.gloo._reduce_scatter_base(output, input, opts)
+        issued = self._time("reducescatter", [input])
+        return TimedWork(self.gloo._reduce_scatter_base(output, input, opts), issued)
 
     def alltoall_base(self, output: torch.Tensor, input: torch.Tensor,
                       output_split_sizes: list[int], input_split_sizes: list[int],
                       opts: AllToAllOptions = AllToAllOptions()) -> Any:  # noqa: B008
         """all_to_all_single (alltoallv when split sizes are given)."""
         kind = "alltoallv" if input_split_sizes or output_split_sizes else "alltoall"
-        self._time(kind, [input])
-        return self.gloo.alltoall_base(output, input, output_split_sizes, input_split_sizes,
+        issued = self._time(kind, [input])
+        work = self.gloo.alltoall_base(output, input, output_split_sizes, input_split_sizes,
                                        opts)
+        return TimedWork(work, issued)
 
     def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
                  opts: AllToAllOptions = AllToAllOptions()) -> Any:  # noqa: B008
         """all_to_all of tensor lists."""
-        self._time("alltoallv", inputs)
-        return self.gloo.alltoall(outputs, inputs, opts)
+        issued = self._time("alltoallv", inputs)
+        return TimedWork(self.gloo.alltoall(outputs, inputs, opts), issued)
 
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> Any:
         """send to rank ``dst``."""
-        self._time("send", tensors, peer=dst)
-        return self.gloo.send(tensors, dst, tag)
+        issued = self._time("send", tensors, peer=dst)
+        return TimedWork(self.gloo.send(tensors, dst, tag), issued)
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> Any:
         """recv from rank ``src``."""
-        self._time("recv", tensors, peer=src)
-        return self.gloo.recv(tensors, src, tag)
+        issued = self._time("recv", tensors, peer=src)
+        return TimedWork(self.gloo.recv(tensors, src, tag), issued)
 
     def barrier(self, opts: BarrierOptions = BarrierOptions()) -> Any:  # noqa: B008
         """barrier (a zero-byte collective)."""
-        self._time("barrier", [])
-        return self.gloo.barrier(opts)
+        issued = self._time("barrier", [])
+        return TimedWork(self.gloo.barrier(opts), issued)
+
+
+def _outside_dynamo(cls: type, names: tuple[str, ...]) -> None:
+    """Keep torch.compile out of ``cls``'s methods called back from C++: DDP's reducer calls
+    them (bucket rebuild, gradient allreduce) while a compiled DDP module runs, and dynamo
+    would otherwise try to compile each such frame (and fail on the process group, an
+    opaque object to it)."""
+    for name in names:
+        setattr(cls, name, torch._disable_dynamo(getattr(cls, name), recursive=True))
+
+
+_outside_dynamo(HcclProcessGroup, (
+    "allreduce", "broadcast", "reduce", "allgather", "_allgather_base", "reduce_scatter",
+    "_reduce_scatter_base", "alltoall_base", "alltoall", "send", "recv", "barrier"))
+_outside_dynamo(TimedWork, ("wait", "get_future"))
 
 
 def create(store: Any, rank: int, size: int, timeout: timedelta) -> HcclProcessGroup:

@@ -1,18 +1,24 @@
 """Each collective of the ``hccl`` process group timed by the HCCL model and emitted.
 
-A collective starts on this rank when its simulated device clock (the torch runtime's, which
-compiled graphs advance) reaches it; a slow rank (``GEPLUG_SIM_SLOW_RANK``) and the
+Collectives run on the device's communication stream, beside compute, as HCCL's stream
+does under torch_npu: a collective is launched when the host issues it (DDP: when a
+gradient bucket's hook fires during backward), at the compute stream's simulated clock
+then (the torch runtime's, which compiled graphs advance), and starts on this rank when
+the communication stream is free too; a slow rank (``GEPLUG_SIM_SLOW_RANK``) and the
 rank-to-rank variation reach it later because every kernel of theirs is longer
 (:attr:`geplug_torch.runtime.TorchRuntime.compute_factor`). The ranks exchange their
 arrival times (through the job's store), so every rank knows when the
 last one arrived: the collective begins then and takes the HCCL model's time over the job's
 topology; each rank's task runs from its own arrival to the common end, its
-synchronisation is the wait for the last rank. The task is a ``COMMUNICATION``
+synchronisation is the wait for the last rank. Compute goes on meanwhile; it waits for the
+communication stream only where the result is needed: the work's ``wait()`` (a synchronous
+collective), the optimizer step (DDP's reduced gradients) and the end of a step
+(:meth:`~geplug_torch.runtime.TorchRuntime.wait_comm`). The task is a ``COMMUNICATION``
 :class:`~geplug.events.TaskEvent` with the model's :class:`~geplug.events.CommInfo`, sent to
 every profiling system of the runtime (its own when its config profiles, and each recording
-``geplug_torch.profiler``), so ``PROF_*`` gets the communication tracks and
-``communication.json`` and the profiler's ``*_ascend_pt`` its ``ASCEND_PROFILER_OUTPUT``
-communication files.
+``geplug_torch.profiler``), filed under the current training step, so ``PROF_*`` gets the
+communication tracks and ``communication.json`` and the profiler's ``*_ascend_pt`` its
+per-step ``ASCEND_PROFILER_OUTPUT`` communication files.
 """
 
 from __future__ import annotations
@@ -21,12 +27,18 @@ import atexit
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
+
+from geplug.device.schedule import STREAMS
 from geplug.events import OpRecord, RunInfo, TaskEvent
 from geplug.hccl import CollectiveCost, comm_info, simulate
 from geplug.hccl.faults import exec_timeout_error
 from geplug_torch.distributed.rankenv import JobEnv
 
-__all__ = ["HCCL_OPS", "CommClock", "Exchange"]
+__all__ = ["COMM_STREAM", "HCCL_OPS", "CommClock", "CommModel", "Exchange", "Issued"]
+
+COMM_STREAM = STREAMS["communication"]
+"""The stream id of communication tasks (the core device model's communication stream)."""
 
 HCCL_OPS = {
     "allreduce": ("allReduce", "HcomAllReduce"), "allgather": ("allGather", "HcomAllGather"),
@@ -42,6 +54,27 @@ Exchange = Callable[[float], Sequence[float]]
 """Sends this rank's arrival (µs) and returns every rank's, in rank order."""
 
 
+@attrs.frozen
+class CommModel:
+    """The model an eager job's communication tasks are filed under (no compiled graph)."""
+
+    model_id: int
+    name: str
+    dynamic_shape: bool = False
+
+
+@attrs.frozen
+class Issued:
+    """One issued collective: the runtime whose streams it used and when it ends there."""
+
+    runtime: Any
+    end_us: float
+
+    def wait(self) -> None:
+        """The compute stream waits for this collective (its work's ``wait()``)."""
+        self.runtime.wait_comm(self.end_us)
+
+
 class CommClock:
     """The collectives of one process group on this rank (see the module docstring)."""
 
@@ -55,9 +88,11 @@ class CommClock:
         self.seq = 0
         """Collectives issued so far: equal on every rank, so op names pair across ranks."""
         self.last_end = 0.0
+        """When this group's last collective ended (on the runtime it ran on)."""
+        self._last_runtime: Any = None
         self._costs: dict[tuple[str, float, int], CollectiveCost] = {}
         self._own: Any = None
-        self._model_ids: dict[int, tuple[int, str]] = {}
+        self._models: dict[int, CommModel] = {}
 
     # -- the runtime whose clock and profilers are used ------------------------------------
 
@@ -79,17 +114,16 @@ class CommClock:
             atexit.register(_shutdown, system)
         return self._own
 
-    def _model(self, runtime: Any) -> tuple[int, str]:
-        """The model id and name communication tasks are filed under (the first compiled
-        model's, so they share its steps; else one of their own)."""
+    def _model(self, runtime: Any) -> Any:
+        """The model communication tasks are filed under (the first compiled model, so they
+        share its steps; else one of their own)."""
         if runtime.models:
-            m = runtime.models[0]
-            return m.model_id, m.name
+            return runtime.models[0]
         key = id(runtime)
-        found = self._model_ids.get(key)
+        found = self._models.get(key)
         if found is None:
             mid = runtime.system.next_model_id()
-            found = self._model_ids[key] = (mid, f"graph_{mid}")
+            found = self._models[key] = CommModel(mid, f"graph_{mid}")
         return found
 
     # -- timing ----------------------------------------------------------------------------
@@ -105,16 +139,24 @@ class CommClock:
         return found
 
     def collective(self, kind: str, nbytes: float, dtype: str, shape: Sequence[int],
-                   *, root: int = 0, peer: int = -1) -> None:
+                   *, root: int = 0, peer: int = -1) -> Issued:
         """Time one collective on this rank and emit its task (``peer``: the other rank of a
         send / recv, which is timed without an exchange: only two ranks take part)."""
         word, op_type = HCCL_OPS[kind]
         name = f"hcom_{word}__{self.tag}_{self.seq}_1"
         self.seq += 1
         runtime = self.runtime()
+        model = self._model(runtime)
+        targets = runtime.profile_systems()
+        # filed under the current step; a step is opened only for a profile to show it (a
+        # stand-in runtime of an eager job keeps no steps nobody records)
+        step = runtime.begin(model, "communication") if targets or runtime.profilers else \
+            runtime.iteration
+        if runtime is not self._last_runtime:  # another device clock: its own origin
+            self._last_runtime, self.last_end = runtime, 0.0
         j = self.job
-        now = float(runtime.now())
-        arrival = max(now, self.last_end)
+        now = float(runtime.now())  # the compute stream when the host launches it
+        arrival = max(now, self.last_end, runtime.comm_free_us)
         if kind in ("send", "recv"):
             src, dst = (j.rank, peer) if kind == "send" else (peer, j.rank)
             cost = self.cost("send", nbytes, peer=dst, root=src)
@@ -130,26 +172,24 @@ class CommClock:
         info = comm_info(name, kind, cost, model_rank, j.size, begin - arrival, end - arrival,
                          group=self.group)
         if model_rank != j.rank:  # the receiving side of a send: its own rank, no links
-            import attrs
-
             info = attrs.evolve(info, rank=j.rank, links=(), peers=())
-        targets = runtime.profile_systems()
-        if targets:
-            mid, mname = self._model(runtime)
-            for system in targets:
-                run = RunInfo(system=system, model_name=mname, model_id=mid,
-                              step=runtime.iteration, device_id=runtime.system.device_id,
-                              time_base_us=runtime.base_us)
-                op = OpRecord(name=name, op_type=op_type, onnx_op=kind, engine="AI_CORE",
-                              dtype=dtype, task_id=system.next_task_id(), stream_id=1,
-                              task_type="COMMUNICATION", collective=True)
-                system.emit_profile(TaskEvent(
-                    run=run, op=op, start_us=arrival, duration_us=end - arrival,
-                    wait_us=begin - arrival, bytes_moved=sum(b for _, b, _ in info.links),
-                    input_shapes=[tuple(shape)], input_dtypes=[dtype],
-                    output_shapes=[tuple(shape)], output_dtypes=[dtype], comm=info))
-        runtime.clock_us = end
+        for system in targets:
+            run = RunInfo(system=system, model_name=model.name, model_id=model.model_id,
+                          step=step, device_id=runtime.system.device_id,
+                          time_base_us=runtime.base_us)
+            op = OpRecord(name=name, op_type=op_type, onnx_op=kind, engine="AI_CORE",
+                          dtype=dtype, task_id=system.next_task_id(), stream_id=COMM_STREAM,
+                          task_type="COMMUNICATION", collective=True)
+            system.emit_profile(TaskEvent(
+                run=run, op=op, start_us=arrival, duration_us=end - arrival,
+                wait_us=begin - arrival, bytes_moved=sum(b for _, b, _ in info.links),
+                input_shapes=[tuple(shape)], input_dtypes=[dtype],
+                output_shapes=[tuple(shape)], output_dtypes=[dtype], comm=info))
+        for prof in runtime.profilers:
+            prof.record_comm(runtime, model, step, name, arrival, end)
+        runtime.comm_free_us = end
         self.last_end = end
+        return Issued(runtime, end)
 
     def _exec_check(self, name: str, arrivals: Sequence[float]) -> None:
         """Simulated HCCL_EXEC_TIMEOUT: ranks arriving further apart than it (device time)

@@ -11,10 +11,13 @@ derived from that directory's summaries - nothing is measured twice:
   the msprof-only Device_id column);
 - ``trace_view.json``: the PROF timeline (Ascend Hardware, CANN) plus the framework ops
   (``aten::*``, cat ``cpu_op``, one ``ProfilerStep#N`` per step) and their ``async_npu``
-  flows to the kernels they launched, and the ``Overlap Analysis`` process
-  (Computing / Free per step) that cluster readers compute step times from;
-- ``step_trace_time.csv``: per step, Computing = the sum of kernel durations, Free = the
-  rest of the step (one stream, no communication on one device);
+  flows to the kernels they launched, and the ``Overlap Analysis`` process (Computing /
+  Communication / Communication(Not Overlapped) / Free per step, replacing PROF's
+  whole-run one) that cluster readers compute step times from;
+- ``step_trace_time.csv``: per step, from the step's compute and communication intervals
+  (:mod:`geplug_torch.profiler.steptime`: the same numbers as the Overlap Analysis track);
+- ``communication.json`` / ``communication_matrix.json``: PROF's per-op entries grouped per
+  step as torch_npu writes them, ``{"step{N}": {"collective": {...}, "p2p": {...}}}``;
 - ``operator_details.csv``: per framework op and input shapes, its device time;
 - ``operator_memory.csv``, ``memory_record.csv``, ``npu_module_mem.csv`` with
   ``profile_memory=True``: the CANN memory records in torch_npu's columns
@@ -36,11 +39,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from geplug.profiling.layout import AtomicFile, fmt, fmt_ns, write_json
+from geplug.profiling.overlap import THREADS
 from geplug.profiling.reader import find_prof_dirs, output_file, output_files
 from geplug_torch.profiler.hostops import host_ops
 from geplug_torch.profiler.memory import memory_csvs
 from geplug_torch.profiler.options import ExportType
 from geplug_torch.profiler.ptdb import write_pytorch_db
+from geplug_torch.profiler.steptime import StepTime, step_times
 
 if TYPE_CHECKING:
     from geplug_torch.profiler.profile import Collection
@@ -70,6 +75,10 @@ _OVERLAP_PID = 11
 
 def _ns(base_us: int, start_us: float) -> int:
     return base_us * 1000 + round(start_us * 1000)
+
+
+_P2P = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
+"""Op-name prefixes readers file under ``p2p`` (formats.md §6.7)."""
 
 
 def _read_csv(path: str | None) -> tuple[list[str], list[list[str]]]:
@@ -126,9 +135,11 @@ def write_ascend_pt(c: Collection) -> list[str]:
             header, rows = header[1:], [r[1:] for r in rows]
         if header:
             out.csv(stem, header, rows)
-    out.csv("step_trace_time", STEP_TRACE_TIME_HEADER, _step_rows(c, device_id))
+    steps = step_times(c)
+    out.csv("step_trace_time", STEP_TRACE_TIME_HEADER,
+            [st.row(device_id) for st in steps.values()])
     out.csv("operator_details", OPERATOR_DETAILS_HEADER, _operator_rows(c))
-    out.json("trace_view.json", _trace_view(c, prof_dirs))
+    out.json("trace_view.json", _trace_view(c, prof_dirs, steps))
     for name, (header, rows) in memory_csvs(prof_dirs).items():
         out.csv(name, header, rows)
     _communication(out, prof_dirs, c)
@@ -209,41 +220,6 @@ def _kernel_details(out: _Out, prof_dirs: list[str], c: Collection) -> int:
     return len(body)
 
 
-def _step_spans(c: Collection) -> dict[int, tuple[int, int]]:
-    """step -> (begin ns, end ns) over every model."""
-    spans: dict[int, list[int]] = {}
-    for m in c.steps:
-        ns = _ns(m.base_us, m.time_us)
-        s = spans.setdefault(m.step, [ns, ns])
-        s[0], s[1] = min(s[0], ns), max(s[1], ns)
-    return {k: (v[0], v[1]) for k, v in spans.items()}
-
-
-def _computing(c: Collection) -> dict[int, tuple[int, int]]:
-    """step -> (kernel ns summed, first kernel start ns)."""
-    acc: dict[int, list[int]] = {}
-    for run in c.runs:
-        for op, start in zip(run.graph.ops, run.starts, strict=True):
-            a = acc.setdefault(run.step, [0, _ns(run.base_us, start)])
-            a[0] += round(op.duration_us * 1000)
-            a[1] = min(a[1], _ns(run.base_us, start))
-    return {k: (v[0], v[1]) for k, v in acc.items()}
-
-
-def _step_rows(c: Collection, device_id: int) -> list[list[str]]:
-    spans, comp = _step_spans(c), _computing(c)
-    rows = []
-    for step in sorted(comp):
-        busy, first = comp[step]
-        begin, end = spans.get(step, (first, first + busy))
-        end = max(end, first + busy)
-        span = end - begin
-        rows.append([str(device_id), str(step), fmt_ns(busy), "0", "0", "0",
-                     fmt_ns(max(span - busy, 0)), fmt_ns(span), "0", "0",
-                     fmt_ns(max(first - begin, 0))])
-    return rows
-
-
 def _operator_rows(c: Collection) -> list[list[str]]:
     agg: dict[tuple[str, str], float] = defaultdict(float)
     for run in c.runs:
@@ -264,8 +240,13 @@ def _load_timeline(prof_dirs: list[str]) -> list[dict[str, Any]]:
     return events
 
 
-def _trace_view(c: Collection, prof_dirs: list[str]) -> list[dict[str, Any]]:
+def _trace_view(c: Collection, prof_dirs: list[str],
+                steps: dict[int, StepTime]) -> list[dict[str, Any]]:
     events = _load_timeline(prof_dirs)
+    whole_run = {e["pid"] for e in events if e.get("ph") == "M" and
+                 e.get("name") == "process_name" and
+                 e.get("args", {}).get("name") == "Overlap Analysis"}
+    events = [e for e in events if e.get("pid") not in whole_run]  # replaced per step below
     hw_pid = next((e["pid"] for e in events if e.get("ph") == "M" and
                    e.get("name") == "process_name" and
                    e.get("args", {}).get("name") == "Ascend Hardware"), None)
@@ -280,10 +261,10 @@ def _trace_view(c: Collection, prof_dirs: list[str]) -> list[dict[str, Any]]:
          "args": {"name": "Thread 1"}},
     ]
     # the steps before the ops they contain (readers sort by start, stably)
-    for step, (begin, end) in sorted(_step_spans(c).items()):
+    for step, st in steps.items():
         events.append({"ph": "X", "name": f"ProfilerStep#{step}", "pid": _PYTHON_PID,
-                       "tid": 1, "ts": fmt_ns(begin), "dur": (end - begin) / 1000,
-                       "cat": "cpu_op", "args": {}})
+                       "tid": 1, "ts": fmt_ns(st.begin_ns),
+                       "dur": (st.end_ns - st.begin_ns) / 1000, "cat": "cpu_op", "args": {}})
     flow = 0
     for seq, h in enumerate(host_ops(c)):
         op = h.op
@@ -303,23 +284,26 @@ def _trace_view(c: Collection, prof_dirs: list[str]) -> list[dict[str, Any]]:
             events.append({"ph": "f", "name": "torch_to_npu", "cat": "async_npu",
                            "id": flow, "pid": kernel["pid"], "tid": kernel["tid"],
                            "ts": kernel["ts"], "bp": "e"})
-    spans, comp = _step_spans(c), _computing(c)
     events += [{"ph": "M", "name": "process_name", "pid": _OVERLAP_PID, "tid": 0,
                 "args": {"name": "Overlap Analysis"}}]
-    for step, (begin, end) in sorted(spans.items()):
-        busy, first = comp.get(step, (0, begin))
-        events.append({"ph": "X", "name": "Computing", "pid": _OVERLAP_PID, "tid": 1,
-                       "ts": fmt_ns(first), "dur": busy / 1000, "cat": "overlap", "args": {}})
-        free = max(end - begin - busy, 0)
-        if free:
-            events.append({"ph": "X", "name": "Free", "pid": _OVERLAP_PID, "tid": 3,
-                           "ts": fmt_ns(first + busy), "dur": free / 1000,
-                           "cat": "overlap", "args": {}})
+    for tid, name in enumerate(THREADS):
+        events.append({"ph": "M", "name": "thread_name", "pid": _OVERLAP_PID, "tid": tid,
+                       "args": {"name": name}})
+    for st in steps.values():
+        for tid, name in enumerate(THREADS):
+            for begin, end in st.tracks()[name].tolist():
+                events.append({"ph": "X", "name": name, "pid": _OVERLAP_PID, "tid": tid,
+                               "ts": fmt_ns(begin), "dur": (end - begin) / 1000,
+                               "cat": "overlap", "args": {}})
     return events
 
 
 def _communication(out: _Out, prof_dirs: list[str], c: Collection) -> None:
-    """communication.json / communication_matrix.json when PROF has them (distributed)."""
+    """communication.json / communication_matrix.json when PROF has them (distributed):
+    PROF's flat per-op entries filed under the step each op ran in (``step{N}``), as
+    ``collective`` or ``p2p`` by the op's name."""
+    step_of = {r.name: r.step for r in c.comms}
+    first = min(step_of.values(), default=min((r.step for r in c.runs), default=0))
     for name in ("communication.json", "communication_matrix.json"):
         merged: dict[str, Any] = {}
         for d in prof_dirs:
@@ -327,7 +311,12 @@ def _communication(out: _Out, prof_dirs: list[str], c: Collection) -> None:
             if os.path.isfile(path):
                 with open(path, encoding="utf-8") as fh:
                     merged.update(json.load(fh))
-        if merged:
-            steps = sorted({r.step for r in c.runs}) or [0]
-            ops = {k: v for k, v in merged.items() if k != "Total Op Info"}
-            out.json(name, {f"step{steps[0]}": {"collective": ops, "p2p": {}}})
+        ops = {k: v for k, v in merged.items() if not k.startswith("Total")}
+        if not ops:
+            continue
+        grouped: dict[int, dict[str, dict[str, Any]]] = {}
+        for key, value in ops.items():
+            op = key.split("@")[0]
+            step = grouped.setdefault(step_of.get(op, first), {"collective": {}, "p2p": {}})
+            step["p2p" if op.startswith(_P2P) else "collective"][key] = value
+        out.json(name, {f"step{n}": grouped[n] for n in sorted(grouped)})

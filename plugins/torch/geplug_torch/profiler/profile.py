@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from geplug_torch.model import TrainingModel
     from geplug_torch.runtime import TorchRuntime
 
-__all__ = ["PROFILE_MEMORY_FREQ", "Collection", "OpRun", "StepMark", "profile"]
+__all__ = ["PROFILE_MEMORY_FREQ", "Collection", "CommRun", "OpRun", "StepMark", "profile"]
 
 PROFILE_MEMORY_FREQ = "50"
 """The memory sampling rate torch_npu sets with ``profile_memory=True`` (its profiler
@@ -53,6 +53,19 @@ class OpRun:
     starts: tuple[float, ...]
     base_us: int
     device_id: int
+
+
+@attrs.frozen
+class CommRun:
+    """One collective during a collection: on the communication stream from ``start_us``
+    (this rank's arrival) to ``end_us``, filed under ``step``."""
+
+    model_id: int
+    step: int
+    name: str
+    start_us: float
+    end_us: float
+    base_us: int
 
 
 @attrs.frozen
@@ -74,6 +87,7 @@ class Collection:
         self.root = root
         self.systems: dict[int, System] = {}
         self.runs: list[OpRun] = []
+        self.comms: list[CommRun] = []
         self.steps: list[StepMark] = []
         self.start_ns = time.time_ns()
         self.start_perf = time.perf_counter_ns()
@@ -251,7 +265,16 @@ class profile:
             c.runs.append(OpRun(model.model_id, model.name, graph, step, tuple(starts),
                                 runtime.base_us, runtime.system.device_id))
 
-    def record_step(self, runtime: TorchRuntime, model: TrainingModel, step: int, phase: str,
+    def record_comm(self, runtime: TorchRuntime, model: Any, step: int, name: str,
+                    start_us: float, end_us: float) -> None:
+        """One collective's span on the communication stream (communication.json's steps,
+        step_trace_time.csv's communication columns)."""
+        c = self._collection
+        if c is not None:
+            c.comms.append(CommRun(model.model_id, step, name, start_us, end_us,
+                                   runtime.base_us))
+
+    def record_step(self, runtime: TorchRuntime, model: Any, step: int, phase: str,
                     t: float) -> None:
         """A step boundary of ``model`` (step_trace_time.csv, ProfilerStep#N)."""
         c = self._collection
