@@ -239,6 +239,7 @@ def _write_db(session: ProfilingSession, db_path: str, pmu: PmuModel | None,
         _api(session, db, None)
         if session.markers is not None:
             _markers(session, db, None)
+        write_memory(session, None, lambda stem: "", None, db, [])
         _finish_db(session, db, tasks)
         return db.commit()
     except BaseException:

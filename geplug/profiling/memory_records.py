@@ -336,16 +336,19 @@ def _op_rows(events: list[MemEvent], dev: str, device: str) -> Iterator[list[str
         yield row
 
 
-def write_memory(session: ProfilingSession, stack: ExitStack, path: Callable[[str], str],
-                 timeline: TimelineWriter, db: MsprofDb, written: list[str]) -> None:
+def write_memory(session: ProfilingSession, stack: ExitStack | None,
+                 path: Callable[[str], str], timeline: TimelineWriter | None,
+                 db: MsprofDb | None, written: list[str]) -> None:
     """Every memory output of ``session`` (module docstring); nothing when neither
-    task_memory nor the memory sampler is on."""
+    task_memory nor the memory sampler is on. ``stack`` and ``timeline`` None write only the
+    database rows, ``db`` None only the files (the export's database worker and the text
+    pass beside it); either way the rows and their strings come in the same order."""
     dev = str(session.device_id)
     device = f"NPU:{session.device_id}"
     collector = session.memory
     if session.eff.task_memory and collector is not None:
         events = collector.events()
-        if events:
+        if events and db is not None:
             sid = db.sid
             alloc_id, release_id, ge = sid("allocate"), sid("release"), sid(COMPONENT)
             tid = (session.pid << 32) | 1
@@ -353,6 +356,7 @@ def write_memory(session: ProfilingSession, stack: ExitStack, path: Callable[[st
                 (sid(e.name), e.addr, alloc_id if e.size > 0 else release_id, abs(e.size),
                  e.ts_ns, tid, e.total_allocated, e.total_reserved, ge, session.device_id)
                 for e in events)
+        if events and stack is not None:
             record = _Csv(stack, path("memory_record"), MEMORY_RECORD_HEADER, written)
             record.writer.writerows(
                 [dev, COMPONENT, fmt_ns(e.ts_ns) + "\t", _kb(e.total_allocated),
@@ -378,9 +382,9 @@ def _held(session: ProfilingSession) -> tuple[int, int]:
     return ge, ws
 
 
-def _sampled(session: ProfilingSession, sampler: WindowSampler, stack: ExitStack,
-             path: Callable[[str], str], timeline: TimelineWriter, db: MsprofDb,
-             written: list[str]) -> None:
+def _sampled(session: ProfilingSession, sampler: WindowSampler, stack: ExitStack | None,
+             path: Callable[[str], str], timeline: TimelineWriter | None,
+             db: MsprofDb | None, written: list[str]) -> None:
     """npu_mem / NPU_MEM / the NPU MEM track and npu_module_mem / NPU_MODULE_MEM at every
     memory-sampler window: the HBM the loaded models hold (the simulated process is the
     device's only one, so the app and device rows agree; DDR is 0 on HBM products)."""
@@ -391,23 +395,30 @@ def _sampled(session: ProfilingSession, sampler: WindowSampler, stack: ExitStack
     kb = held / 1024.0
     dev = str(session.device_id)
     device = f"NPU:{session.device_id}"
-    npu_mem = _Csv(stack, path("npu_mem"), NPU_MEM_HEADER, written)
-    module = _Csv(stack, path("npu_module_mem"), NPU_MODULE_MEM_HEADER, written)
-    app, dev_type = db.sid("app"), db.sid("device")
+    npu_mem = module = None
+    if stack is not None:
+        npu_mem = _Csv(stack, path("npu_mem"), NPU_MEM_HEADER, written)
+        module = _Csv(stack, path("npu_module_mem"), NPU_MODULE_MEM_HEADER, written)
+    app, dev_type = (db.sid("app"), db.sid("device")) if db is not None else (0, 0)
     mem_rows: list[tuple[Any, ...]] = []
     module_rows: list[tuple[Any, ...]] = []
     parts = [(name, b) for name, b in ((COMPONENT, ge), (WORKSPACE_MODULE, ws)) if b]
     for start, *_ in sampler.windows():
         ts_ns = round(start) * 1000  # window starts are whole µs (float noise dropped)
-        for event in ("APP", "Device"):
-            npu_mem.writer.writerow([dev, event, fmt(0.0), fmt(kb), fmt(kb), fmt(start)])
-        timeline.counter("NPU_MEM", start, {f"{e}/{k}": v for e in ("APP", "Device")
-                                            for k, v in (("DDR", 0.0), ("HBM", kb),
-                                                         ("Memory", kb))})
+        if npu_mem is not None:
+            for event in ("APP", "Device"):
+                npu_mem.writer.writerow([dev, event, fmt(0.0), fmt(kb), fmt(kb), fmt(start)])
+        if timeline is not None:
+            timeline.counter("NPU_MEM", start, {f"{e}/{k}": v for e in ("APP", "Device")
+                                                for k, v in (("DDR", 0.0), ("HBM", kb),
+                                                             ("Memory", kb))})
         mem_rows += [(app, 0, held, ts_ns, session.device_id),
                      (dev_type, 0, held, ts_ns, session.device_id)]
         for name, nbytes in parts:
-            module.writer.writerow([dev, name, fmt_ns(ts_ns) + "\t", _kb(nbytes), device])
+            if module is not None:
+                module.writer.writerow([dev, name, fmt_ns(ts_ns) + "\t", _kb(nbytes),
+                                        device])
             module_rows.append((MODULES[name], ts_ns, nbytes, session.device_id))
-    db.add_npu_mem(mem_rows)
-    db.add_npu_module_mem(module_rows)
+    if db is not None:
+        db.add_npu_mem(mem_rows)
+        db.add_npu_module_mem(module_rows)

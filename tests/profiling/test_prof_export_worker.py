@@ -7,9 +7,10 @@ import os
 import sqlite3
 
 import pytest
-from prof_helpers import drive, make_system, prof_dir
+from prof_helpers import OPS, drive, make_system, prof_dir
 
 from geplug.errors import ProfilingError
+from geplug.events import GraphEvent, RunInfo
 from geplug.profiling import export as export_mod
 from geplug.profiling.msprof_db import MsprofDb
 
@@ -20,8 +21,12 @@ START_US = 1_700_000_000_000_000.0
 
 def _run(manager, out, monkeypatch, min_tasks: int) -> str:
     monkeypatch.setattr(export_mod, "PARALLEL_MIN_TASKS", min_tasks)
-    system = make_system(manager, out, task_time="l1", training_trace="on")
-    drive(system, 4, start=START_US)
+    system = make_system(manager, out, task_time="l1", training_trace="on",
+                         sys_hardware_mem_freq="50")
+    # a loaded model holding HBM: the memory tables have rows too
+    system.emit_profile(GraphEvent(run=RunInfo(system=system, model_name="held", model_id=2,
+                                               step=-1), ops=OPS, memory_bytes=1 << 30))
+    drive(system, 4, start=START_US, gap_us=20_000.0)
     system.shutdown()
     return prof_dir(out)
 
@@ -41,6 +46,7 @@ def test_the_worker_database_equals_the_one_process_database(manager, tmp_path, 
     forked = _tables(_run(manager, tmp_path / "forked", monkeypatch, 0))
     assert forked == one
     assert len(one["TASK"]) > 10 and len(one["TASK_PMU_INFO"]) > len(one["TASK"])
+    assert one["NPU_MEM"] and one["NPU_MODULE_MEM"]
 
 
 def test_a_failing_worker_is_a_clear_error_and_leaves_no_database(manager, tmp_path,
