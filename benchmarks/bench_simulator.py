@@ -16,7 +16,13 @@
   profiling on and no collector installed vs the same step with profiling off (no target:
   the cost of building and handing over one TaskEvent per op, reported as a ratio).
 
-Run: ``python benchmarks/bench_simulator.py`` (``... compile``: the compile rows only);
+Run-time ratios are medians of round-robin runs, each from a quiet process (onnxruntime's
+default thread pool keeps spinning after a run and would slow whatever is timed next), with
+CPU seconds beside wall time and a second baseline with the simulator's own thread settings
+(see :func:`bench_networks`).
+
+Run: ``python benchmarks/bench_simulator.py`` (``... compile``: the compile rows only;
+``... networks``: the issue-10 run-time rows only);
 prints the numbers and exits 0.
 """
 
@@ -42,23 +48,6 @@ def best_of(fn: Callable[[], object], repeat: int = 30) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return float(np.median(times))
-
-
-def paired(base: Callable[[], object], other: Callable[[], object], repeat: int = 15
-           ) -> tuple[float, float]:
-    """Best (minimum) seconds of ``base`` and of ``other``, measured alternately so that
-    load from other processes on a shared machine hits both alike."""
-    base()
-    other()
-    tb, to = [], []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        base()
-        tb.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        other()
-        to.append(time.perf_counter() - t)
-    return min(tb), min(to)
 
 
 def mlp(width: int = 512, layers: int = 4) -> onnx.ModelProto:
@@ -140,32 +129,90 @@ def _networks() -> list[tuple[str, onnx.ModelProto, dict[str, np.ndarray]]]:
     ]
 
 
-def bench_networks() -> None:
-    """Simulated run vs onnxruntime at its default optimisation level (issue 10)."""
+def quiesce(window: float = 0.01, limit: float = 2.0) -> None:
+    """Wait until this process burns (almost) no CPU for ``window`` seconds.
+
+    onnxruntime's default thread pool keeps its worker threads spinning for a while after a
+    run (measured here: ~50 ms of CPU after a MobileNetV2 run); on a 2-core machine that
+    spinning worker takes a core from whatever is timed next, so every timed call waits for
+    the process to go quiet first."""
+    end = time.perf_counter() + limit
+    while time.perf_counter() < end:
+        c = time.process_time()
+        time.sleep(window)
+        if time.process_time() - c < window / 20:
+            return
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeat: int = 20
+                ) -> dict[str, tuple[float, float]]:
+    """Median wall and median process-CPU seconds of each of ``fns``, after two warm-up
+    calls each, measured round-robin (one call of each per round) so that load from other
+    processes on a shared machine hits all alike; each timed call starts from a quiet
+    process (:func:`quiesce`), so no call pays for the previous one's spinning threads."""
+    for fn in fns.values():
+        fn()
+        fn()
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for key, fn in fns.items():
+            quiesce()
+            t, c = time.perf_counter(), time.process_time()
+            fn()
+            wall[key].append(time.perf_counter() - t)
+            cpu[key].append(time.process_time() - c)
+    return {k: (float(np.median(wall[k])), float(np.median(cpu[k]))) for k in fns}
+
+
+def bench_networks(repeat: int = 20) -> None:
+    """Simulated run vs onnxruntime at its default optimisation level (issue 10).
+
+    Every side gets the same inputs and the same intra-op thread count. Two baselines: a
+    plain session with onnxruntime's defaults but the thread count (``plain``: spinning
+    worker threads), and the same model in a session with the simulator's thread-pool
+    settings but onnxruntime's default level (``same``: one inter-op thread, no spinning;
+    the simulator's own choice, see docs/simulator.md). Wall ratios against ``plain`` are the
+    issue's target; CPU ratios against ``same`` are what the simulator adds on top of
+    onnxruntime (spinning threads burn CPU, so ``plain`` CPU is not comparable)."""
     from geplug_simulator import DEFAULT_PRODUCT
-    from geplug_simulator.runtime import default_threads, loadable_by_onnxruntime
+    from geplug_simulator.runtime import default_threads, loadable_by_onnxruntime, session_options
 
     import geplug
 
     threads = default_threads()
-    print(f"networks vs plain onnxruntime, DEFAULT level (ORT_ENABLE_ALL), threads={threads}:")
+    print(f"networks vs plain onnxruntime, DEFAULT level (ORT_ENABLE_ALL), threads={threads}, "
+          f"median of {repeat} interleaved runs:")
+    targets = {"must_keep_origin_dtype": 1.15, "allow_fp32_to_fp16": 1.5}
     for label, model, feeds in _networks():
         so = ort.SessionOptions()  # onnxruntime's defaults: ORT_ENABLE_ALL
         so.intra_op_num_threads = threads
-        plain = ort.InferenceSession(loadable_by_onnxruntime(model).SerializeToString(), so,
-                                     providers=["CPUExecutionProvider"])
-        line = f"  {label}:"
-        for mode, target in (("must_keep_origin_dtype", 1.15), ("allow_fp32_to_fp16", 1.5)):
-            with geplug.initialize_system(product=DEFAULT_PRODUCT,
-                                          config={"precision_mode": mode}) as system:
-                compiled = system.compile(model)
-                t_plain, t_sim = paired(partial(plain.run, None, feeds),
-                                        partial(compiled.run, feeds))
-            ratio = t_sim / t_plain
-            line += (f" {mode}: onnxruntime {t_plain * 1e3:.1f} ms, simulated "
-                     f"{t_sim * 1e3:.1f} ms = {ratio:.2f}x (<= {target}x "
-                     f"{'OK' if ratio <= target else 'MISSED'});")
-        print(line)
+        data = loadable_by_onnxruntime(model).SerializeToString()
+        plain = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+        same = ort.InferenceSession(data, session_options(threads),
+                                    providers=["CPUExecutionProvider"])
+        fns: dict[str, Callable[[], object]] = {"plain": partial(plain.run, None, feeds),
+                                                "same": partial(same.run, None, feeds)}
+        systems = []
+        for mode in targets:
+            system = geplug.initialize_system(product=DEFAULT_PRODUCT,
+                                              config={"precision_mode": mode})
+            systems.append(system)
+            fns[mode] = partial(system.compile(model).run, feeds)
+        try:
+            got = interleaved(fns, repeat)
+        finally:
+            for system in systems:
+                system.shutdown()
+        (w_plain, _), (w_same, c_same) = got["plain"], got["same"]
+        print(f"  {label}: onnxruntime plain {w_plain * 1e3:.1f} ms wall, same thread "
+              f"settings {w_same * 1e3:.1f} ms wall / {c_same * 1e3:.1f} ms CPU")
+        for mode, target in targets.items():
+            wall, cpu = got[mode]
+            ratio = wall / w_plain
+            print(f"    {mode:24s} {wall * 1e3:7.1f} ms wall = {ratio:.2f}x plain (<= {target}x "
+                  f"{'OK' if ratio <= target else 'MISSED'}), {wall / w_same:.2f}x same; "
+                  f"CPU {cpu * 1e3:.1f} ms = {cpu / c_same:.2f}x same")
 
 
 _DEVICE_PARTS = ("device_graph", "optimize", "device_infos", "build_device_model")
@@ -263,7 +310,7 @@ def bench_compile_10k(repeat: int = 3) -> None:
 def main() -> int:
     from geplug_simulator import DEFAULT_PRODUCT
     from geplug_simulator.demo import build_cnn
-    from geplug_simulator.runtime import default_threads, loadable_by_onnxruntime
+    from geplug_simulator.runtime import default_threads, loadable_by_onnxruntime, session_options
 
     import geplug
 
@@ -272,18 +319,33 @@ def main() -> int:
     x = {"x": np.random.default_rng(1).standard_normal((64, 512)).astype(np.float32)}
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
-    plain = ort.InferenceSession(loadable_by_onnxruntime(model).SerializeToString(), so,
-                                 providers=["CPUExecutionProvider"])
-    t_plain = best_of(lambda: plain.run(None, x))
-    print(f"threads={threads}; plain onnxruntime MLP 64x512x4: {t_plain * 1e3:.3f} ms")
-    for mode, target in (("must_keep_origin_dtype", 1.15), ("allow_fp32_to_fp16", 1.7)):
-        with geplug.initialize_system(product=DEFAULT_PRODUCT,
-                                      config={"precision_mode": mode}) as system:
-            compiled = system.compile(model)
-            t_sim = best_of(partial(compiled.run, x))
+    data = loadable_by_onnxruntime(model).SerializeToString()
+    plain = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    same = ort.InferenceSession(data, session_options(threads),
+                                providers=["CPUExecutionProvider"])
+    fns: dict[str, Callable[[], object]] = {"plain": partial(plain.run, None, x),
+                                            "same": partial(same.run, None, x)}
+    targets = {"must_keep_origin_dtype": 1.15, "allow_fp32_to_fp16": 1.7}
+    systems = []
+    for mode in targets:
+        system = geplug.initialize_system(product=DEFAULT_PRODUCT,
+                                          config={"precision_mode": mode})
+        systems.append(system)
+        fns[mode] = partial(system.compile(model).run, x)
+    try:
+        got = interleaved(fns, repeat=60)
+    finally:
+        for system in systems:
+            system.shutdown()
+    (t_plain, _), (t_same, c_same) = got["plain"], got["same"]
+    print(f"threads={threads}; MLP 64x512x4: plain onnxruntime {t_plain * 1e3:.3f} ms, same "
+          f"thread settings {t_same * 1e3:.3f} ms wall / {c_same * 1e3:.3f} ms CPU")
+    for mode, target in targets.items():
+        t_sim, c_sim = got[mode]
         ratio = t_sim / t_plain
         print(f"  simulated {mode:24s} {t_sim * 1e3:.3f} ms  ratio {ratio:.2f}x "
-              f"(target <= {target}x) {'OK' if ratio <= target else 'MISSED'}")
+              f"(target <= {target}x) {'OK' if ratio <= target else 'MISSED'}; "
+              f"{t_sim / t_same:.2f}x same, CPU {c_sim / c_same:.2f}x same")
     cnn = build_cnn()
     img = {"image": np.random.default_rng(2).standard_normal((1, 3, 64, 64)).astype(np.float32)}
     from onnx.reference import ReferenceEvaluator
@@ -315,5 +377,8 @@ def main() -> int:
 if __name__ == "__main__":
     if sys.argv[1:] == ["compile"]:  # the compile rows only
         bench_compile_10k()
+        sys.exit(0)
+    if sys.argv[1:] == ["networks"]:  # the issue-10 run-time rows only
+        bench_networks()
         sys.exit(0)
     sys.exit(main())

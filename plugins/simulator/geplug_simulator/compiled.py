@@ -91,6 +91,11 @@ class CompiledModel:
         self._lock = threading.Lock()
         self._records = {r.name: r for r in records}
         self._node_task = dict(device.node_task)
+        # static per compiled model, so a step does not rebuild them: what a fault may name,
+        # the AI CPU nodes, the output names
+        self._fault_targets = {**self._node_task, **self._records}
+        self._aicpu = tuple(d.node for d in decisions if d.engine == "AI_CPU")
+        self._outputs = list(imported.outputs)
         self._by_node = {d.node: d for d in decisions}
         self._input_types = {n: imported.types.get(n) for n in imported.inputs}
         self._symbolic = any(
@@ -169,11 +174,11 @@ class CompiledModel:
             if step is None:
                 step = self._step
             self._step = max(self._step, step + 1)
-        fault = fault_node(self._fault, {**self._node_task, **self._records},
-                           model=self.name, warned=self._fault_env_warned)
+        fault = fault_node(self._fault, self._fault_targets, model=self.name,
+                           warned=self._fault_env_warned)
         fault = self._node_task.get(fault, fault) if fault is not None else None
         dump = wants_tensors(self.system, step)
-        outputs = list(self.imported.outputs)
+        outputs = self._outputs
         if dump or fault is not None:
             values = self._run_exposed(feeds)
         else:
@@ -181,8 +186,7 @@ class CompiledModel:
                               strict=True))
         found = self._emitter.emit(step, feeds, values, dump=dump, fault=fault)
         return RunResult({name: values[name] for name in outputs}, step=step, overflows=found,
-                         aicpu_fallbacks=[d.node for d in self.decisions
-                                          if d.engine == "AI_CPU"])
+                         aicpu_fallbacks=self._aicpu)
 
     def close(self) -> None:
         """Release the onnxruntime sessions."""
