@@ -23,6 +23,9 @@ __all__ = ["DeviceMemoryError", "Liveness", "MemoryBlock", "MemoryPlan", "capaci
            "plan_memory"]
 
 _GIB = 1 << 30
+_SIZE_CAP = 1 << 44
+"""Bytes a planned tensor counts for at most in the numpy sweep (16 TiB: beyond any HBM, and
+sums of half a million such stay inside int64)."""
 
 
 @attrs.frozen
@@ -180,7 +183,9 @@ def _peak(first: Mapping[str, int], last_use: Mapping[str, int], sizes: Mapping[
     lo = np.fromiter(first.values(), np.int64, count)
     hi = np.fromiter((last_use.get(t, i) for t, i in first.items()), np.int64, count)
     hi = np.where(hi < lo, end + 1, hi)  # freed before it exists: live to the end
-    size = np.fromiter((sizes[t] for t in names), np.int64, count)
+    # a size past int64 (a hostile shape) is capped: it exceeds every HBM either way and the
+    # capacity check reports it, instead of an OverflowError here
+    size = np.fromiter((min(sizes[t], _SIZE_CAP) for t in names), np.int64, count)
     if align > 1:
         size = -(-np.maximum(size, 1) // align) * align
     # steps -1 .. end+1 at offsets 0 .. end+2: +size at its first step, -size after its last

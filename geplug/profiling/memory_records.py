@@ -160,6 +160,9 @@ class MemoryCollector:
     def __init__(self) -> None:
         self.models: dict[int, _Model] = {}
         self._next_base = BASE_ADDR
+        self._segments: dict[tuple[int, int], list[tuple[Sequence[str], Sequence[int],
+                                                        Sequence[int]]]] = {}
+        """(model, step) -> the (names, starts, ends) it was given, joined at export."""
         self._times: dict[tuple[int, int], dict[str, tuple[int, int]]] = {}
         self._bounds: dict[tuple[int, int], list[int]] = {}
 
@@ -179,11 +182,16 @@ class MemoryCollector:
     def on_tasks(self, model_id: int, step: int, names: Sequence[str],
                  starts: Sequence[int], ends: Sequence[int]) -> None:
         """Tasks of one step (absolute ns)."""
-        if model_id not in self.models:
-            return
-        got = self._times.setdefault((model_id, step), {})
-        for name, s, e in zip(names, starts, ends, strict=True):
-            got.setdefault(name, (int(s), int(e)))
+        if model_id in self.models:
+            self._segments.setdefault((model_id, step), []).append((names, starts, ends))
+
+    def _join(self) -> None:
+        """Task name -> (start, end) per (model, step): the first execution of a name wins."""
+        for key, parts in self._segments.items():
+            got = self._times.setdefault(key, {})
+            for names, starts, ends in reversed(parts):
+                got.update(zip(names, zip(starts, ends, strict=True), strict=True))
+        self._segments.clear()
 
     def on_bound(self, model_id: int, step: int, phase: str, ns: int) -> None:
         """A step boundary of a model (absolute ns)."""
@@ -211,6 +219,7 @@ class MemoryCollector:
 
     def _raw(self) -> Iterator[tuple[int, int, int, str, int, int]]:
         """(ts, order, model id, name, addr, signed size) of every event, unsorted."""
+        self._join()
         order = 0
         steps_of: dict[int, list[int]] = {}
         for model_id, step in self._times:

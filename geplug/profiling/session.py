@@ -64,6 +64,8 @@ class _Prepared:
     comm_idx: list[int]
     trace_idx: list[int]
     """The tasks step_trace must see (first/last compute, named fp/bp ops, first comm)."""
+    names: tuple[str, ...]
+    """The tasks' op names (the memory records' task times)."""
 
     @classmethod
     def of(cls, table: TaskTable, tasks: TaskCollector, eff: Effective) -> _Prepared:
@@ -86,7 +88,7 @@ class _Prepared:
         trace |= {i for i in compute if table.tasks[i].op.name in names}
         return cls(n, rec, np.empty_like(rec), (table.offset_ns / 1000).tolist(),
                    table.offset_ns.tolist(), table.duration_ns.tolist(), comm, comm_idx,
-                   sorted(trace))
+                   sorted(trace), tuple(t.op.name for t in table.tasks))
 
 SLICE_BYTES = DEFAULT_SLICE_BYTES
 """Raw slice size (module attribute: tests lower it to exercise ageing)."""
@@ -341,8 +343,7 @@ class ProfilingSession:
                                 prep.comm[i])
         if self.memory is not None and self.eff.task_memory:
             starts = ev.table.offset_ns + start0_ns
-            self.memory.on_tasks(ev.run.model_id, ev.run.step,
-                                 [t.op.name for t in tasks], starts.tolist(),
+            self.memory.on_tasks(ev.run.model_id, ev.run.step, prep.names, starts.tolist(),
                                  (starts + ev.table.duration_ns).tolist())
 
     @property

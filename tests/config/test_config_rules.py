@@ -40,6 +40,8 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
      f"{P}.msproftx"),
     ("switch_runtime_api", "atlas_a2", prof(runtime_api="x"), prof(runtime_api="off"),
      f"{P}.runtime_api"),
+    ("switch_task_memory", "atlas_a2", prof(task_memory="yes"), prof(task_memory="on"),
+     f"{P}.task_memory"),
     ("aic_metrics_name", "atlas_a2", prof(aic_metrics="Pipe"),
      prof(aic_metrics="PipeUtilization"), f"{P}.aic_metrics"),
     ("aic_metrics_alias", "atlas_a2", prof(aic_metrics="PipeUtilizationExt"),
