@@ -4,7 +4,9 @@ Rebuilds the networks with ``onnx.helper`` (``geplug_simulator.netbuild``; big m
 their weights as shape-only inputs) and op-level kernels with the core's cost functions,
 predicts each published figure on its product, and prints the table of
 ``docs/device-model.md`` with the ratio predicted / measured, its median and its worst row.
-Target: every row within +-25% (0.80 <= ratio <= 1.25).
+Target: every row within +-25% (0.80 <= ratio <= 1.25). "op"/"rated" rows are the figures
+the coefficients were calibrated on; "e2e" rows are held out (no coefficient fitted to them;
+the on-chip reuse mechanism was designed with their misses in view, docs/device-model.md).
 
 Run: ``python benchmarks/bench_device_model.py`` (about a minute).
 """
