@@ -151,6 +151,13 @@ ROWS: list[tuple[str, str, str, float, str, Callable[[], float]]] = [
     ("atlas_infer", "ResNet-18 inference, bs 128, fp16 (img/s)", "e2e", 9828.0,
      "Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md (310P table, ID 100045)",
      lambda: inference_throughput(nb.resnet18(batch=128), "atlas_infer", "force_fp16", 128)),
+    # VGG16: thirteen large 3x3 convolutions, ~31 GFLOPs per image; 1567 img/s is ~48 TFLOPS
+    # achieved on the 310P (its own README: 1424.51 img/s at bs 16, 1508.33 at its best
+    # batch). It bounds how slow the 310P's cube can be on convolutions (docs/device-model.md).
+    ("atlas_infer", "VGG16 inference, bs 16, fp16 (img/s)", "e2e", 1567.0,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md (310P table, VGG16)",
+     lambda: inference_throughput(nb.vgg16(batch=16, weights="input"), "atlas_infer",
+                                  "force_fp16", 16)),
     ("atlas_infer", "MobileNetV2 inference, bs 4, fp16 (img/s)", "e2e", 7072.0,
      "Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md (310P table, ID 100041)",
      lambda: inference_throughput(nb.mobilenet_v2(batch=4), "atlas_infer", "force_fp16", 4)),

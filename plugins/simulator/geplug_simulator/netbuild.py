@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert", "lstm", "mlp", "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet50"]
+__all__ = ["bert", "lstm", "mlp", "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet50",
+           "vgg16"]
 
 
 class _Net:
@@ -292,6 +293,30 @@ def resnet18(batch: int = 1, res: int = 224, style: str = "dynamo") -> onnx.Mode
     n.op("Gemm", [x, n.weight((1000, 512)), n.weight((1000,), "b")], transB=1)
     n.nodes[-1].output[0] = "y"
     return n.model("resnet18", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [batch, 3, res, res])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+
+
+def vgg16(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.ModelProto:
+    """VGG-16 (configuration D: thirteen 3x3 convolutions in five stages, each stage ending
+    in a 2x2 max pool, then three fully connected layers); no BatchNorm. Mostly large 3x3
+    convolutions: the validation's compute-bound convolution network."""
+    n = _Net("dynamo", weights=weights)
+    x, cin = "x", 3
+    for width, reps in ((64, 2), (128, 2), (256, 3), (512, 3), (512, 3)):
+        for _ in range(reps):
+            y = n.op("Conv", [x, n.weight((width, cin, 3, 3)), n.weight((width,), "b")],
+                     kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+            x, cin = n.op("Relu", [y]), width
+        x = n.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = n.op("Flatten", [x], axis=1)
+    features = 512 * (res // 32) ** 2
+    for fin, fout in ((features, 4096), (4096, 4096)):
+        x = n.op("Relu", [n.op("Gemm", [x, n.weight((fout, fin)), n.weight((fout,), "b")],
+                               transB=1)])
+    n.op("Gemm", [x, n.weight((1000, 4096)), n.weight((1000,), "b")], transB=1)
+    n.nodes[-1].output[0] = "y"
+    return n.model("vgg16", [helper.make_tensor_value_info(
         "x", TensorProto.FLOAT, [batch, 3, res, res])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
 

@@ -178,3 +178,16 @@ def test_a_fused_task_dumps_its_external_tensors_under_the_fused_name(tmp_path) 
     names = sorted(e.parsed.op_name for e in iter_dump_tree(dump))
     fused = compiled.device.graph.fusions[0].name
     assert fused in names and not set(compiled.device.graph.fusions[0].members) & set(names)
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_vgg16_matrix_flops_equal_the_published_count() -> None:
+    # VGG-16 (configuration D) at 224x224: 15.47 G multiply-adds as published (torchvision's
+    # model table), of which the three fully connected layers are 123.6 M. At 64x64 the
+    # convolutions scale with the pixels and the first fully connected layer sees 2x2x512.
+    convs = 15.47e9 - 123.6e6
+    fcs = 2 * 2 * 512 * 4096 + 4096 * 4096 + 4096 * 1000
+    compiled = _system("atlas_a2").compile(nb.vgg16(batch=1, res=64, weights="input"))
+    assert compiled.device.cube_flops == pytest.approx(
+        2 * (convs * (64 / 224) ** 2 + fcs), rel=0.01)
+    assert not compiled.device.unresolved
