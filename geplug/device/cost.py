@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain, count, repeat
+from operator import itemgetter
 
 import attrs
+import numpy as np
 
 from geplug.device.ir import Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
@@ -422,53 +425,71 @@ def l2_resident_bytes(
     window counts twice.
     """
     n = len(tasks)
-    out = [0.0] * n
     if capacity_bytes <= 0 or not eligible or n == 0:
-        return out
-    prefix = [0.0] * (n + 1)
-    fixed_prefix = [0.0] * (n + 1)
-    written: dict[str, int] = {}
-    touched: dict[str, list[int]] = {}  # eligible tensor -> the tasks reading it
-    size_of = sizes.get
-    total = pinned_total = 0.0
-    for i, (reads, writes) in enumerate(tasks):
-        here = pinned = 0.0
-        for t in reads:
-            b = size_of(t, 0.0)
-            here += b
-            if t in eligible:
-                touched.setdefault(t, []).append(i)
-            elif t in fixed:
-                pinned += b
-        for t in writes:
-            here += size_of(t, 0.0)
-            if t in eligible and t not in written:
-                written[t] = i
-        if moved is not None and moved[i] < here:
-            # what a task does not read is part of a weight (a gather's table)
-            pinned = max(pinned - (here - moved[i]), 0.0)
-            here = moved[i]
-        total += here
-        pinned_total += pinned
-        prefix[i + 1] = total
-        fixed_prefix[i + 1] = pinned_total
+        return [0.0] * n
+    # one entry per (task, tensor) in execution order, each task's reads before its writes
+    # (the order the bytes were summed in before these passes became arrays)
+    flat = list(chain.from_iterable(chain.from_iterable(tasks)))
+    n_reads = np.fromiter(map(len, map(itemgetter(0), tasks)), np.int64, n)
+    per_task = n_reads + np.fromiter(map(len, map(itemgetter(1), tasks)), np.int64, n)
+    task_of = np.repeat(np.arange(n), per_task)
+    first = np.cumsum(per_task) - per_task  # each task's first entry
+    is_read = np.arange(len(flat)) - np.repeat(first, per_task) < np.repeat(n_reads, per_task)
+    size = np.fromiter(map(sizes.get, flat, repeat(0.0)), np.float64, len(flat))
+    index = dict(zip(eligible, count()))  # eligible tensor -> id
+    ids = np.fromiter(map(index.get, flat, repeat(-1)), np.int64, len(flat))
+    elig = ids >= 0
+    pin = is_read & ~elig & np.fromiter(map(fixed.__contains__, flat), np.bool_, len(flat))
+    here = np.bincount(task_of, size, minlength=n)
+    pinned = np.bincount(task_of, np.where(pin, size, 0.0), minlength=n)
+    if moved is not None:
+        # what a task does not read is part of a weight (a gather's table)
+        less = np.asarray(moved, np.float64)
+        cut = less < here
+        pinned = np.where(cut, np.maximum(pinned - (here - less), 0.0), pinned)
+        here = np.where(cut, less, here)
+    prefix = np.concatenate(([0.0], np.cumsum(here)))
+    fixed_prefix = np.concatenate(([0.0], np.cumsum(pinned)))
+    # eligible tensors: their first write (producer) and their reads
+    at = np.flatnonzero(elig)
+    if not len(at):
+        return [0.0] * n
+    names = list(index)
+    writes, reads = at[~is_read[at]], at[is_read[at]]
+    wid, rid = ids[writes], ids[reads]
+    m = len(names)
+    first_write = np.full(m, len(flat), np.int64)
+    np.minimum.at(first_write, wid, writes)
+    readers = np.bincount(rid, minlength=m)
+    last = np.full(m, -1, np.int64)
+    np.maximum.at(last, rid, task_of[reads])
+    has = (first_write < len(flat)) & (readers > 0)
+    producer = np.where(has, task_of[np.minimum(first_write, len(flat) - 1)], 0)
+    cand = np.flatnonzero(has & (last > producer))
+    i, j = producer[cand], last[cand]
+    tsize = size[first_write[cand]]
+    win_pinned = fixed_prefix[j + 1] - fixed_prefix[i]
+    active = prefix[j + 1] - prefix[i] - win_pinned - tsize * readers[cand]
+    keep = win_pinned + active <= capacity_bytes
     part = (slices.get if isinstance(slices, Mapping) else slices) if slices else None
-    for t, i in written.items():
-        readers = touched.get(t)
-        if not readers or readers[-1] <= i:
-            continue
-        j = readers[-1]
-        size = size_of(t, 0.0)
-        pinned = fixed_prefix[j + 1] - fixed_prefix[i]
-        active = prefix[j + 1] - prefix[i] - pinned - size * len(readers)
-        if pinned + active > capacity_bytes:
-            parts = max(int(part(t, 1) or 1), 1) if part else 1
-            if parts == 1 or pinned + active / parts > capacity_bytes:
-                continue
-        out[i] += size
-        for r in readers:
-            out[r] += size
-    return out
+    if part is not None:
+        for k in np.flatnonzero(~keep).tolist():
+            parts = max(int(part(names[cand[k]], 1) or 1), 1)
+            keep[k] = parts > 1 and not win_pinned[k] + active[k] / parts > capacity_bytes
+    kept = cand[keep]
+    # the producer's write and every read, summed per task in the order of first writes
+    order = kept[np.argsort(first_write[kept], kind="stable")]
+    rank = np.full(m, -1, np.int64)
+    rank[order] = np.arange(len(order))
+    taken = rank[rid] >= 0
+    r_rank, r_pos = rank[rid[taken]], reads[taken]
+    by = np.lexsort((r_pos, r_rank))
+    owner = np.concatenate((np.arange(len(order)), r_rank[by]))
+    tasks_at = np.concatenate((producer[order], task_of[r_pos[by]]))
+    # per tensor in the order of first writes: its producer, then its readers in order
+    seq = np.lexsort((np.concatenate((np.full(len(order), -1), np.arange(len(by)))), owner))
+    served = size[first_write[order]][owner[seq]]
+    return np.bincount(tasks_at[seq], served, minlength=n).tolist()
 
 
 GATHER_OPS = frozenset({"Gather", "GatherV2", "GatherNd", "GatherElements"})

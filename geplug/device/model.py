@@ -15,6 +15,8 @@ op class); a node without one runs on AI Core in its graph dtype.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import attrs
@@ -304,13 +306,12 @@ def _l2_served(tasks: Sequence[Task], opt: OptimizedGraph, graph: Graph, nbytes:
         return [0.0] * len(tasks)
     outputs = {opt.root(t) for t in graph.outputs}
     known = opt.known
-    io = [(task.inputs, task.outputs) for task in tasks]
-    eligible = {t for task in tasks for t in task.outputs
-                if t and t not in outputs and t not in known}
-    sizes = {t: float(nbytes(t)) for reads, writes in io for t in (*reads, *writes) if t}
-    return l2_resident_bytes(io, sizes, capacity_bytes=capacity, eligible=eligible,
-                             fixed=known, slices=lambda t, _: _leading_dim(graph, t),
-                             moved=moved)
+    eligible = set(chain.from_iterable(map(attrgetter("outputs"), tasks)))
+    eligible.difference_update(outputs, known, ("",))
+    # every tensor of these tasks was sized by _task_bytes (``moved``): its cache is the map
+    return l2_resident_bytes(list(map(attrgetter("inputs", "outputs"), tasks)), nbytes.seen,
+                             capacity_bytes=capacity, eligible=eligible, fixed=known,
+                             slices=lambda t, _: _leading_dim(graph, t), moved=moved)
 
 
 def _leading_dim(graph: Graph, name: str) -> int:
@@ -363,6 +364,11 @@ class _Bytes:
                 self._held.get(name, t.dtype))
             self._seen[name] = found
         return found
+
+    @property
+    def seen(self) -> Mapping[str, int]:
+        """Bytes of every tensor asked for so far (a name never asked is absent)."""
+        return self._seen
 
     def plain(self, name: str) -> int:
         t = self._tensors.get(name) if name else None
