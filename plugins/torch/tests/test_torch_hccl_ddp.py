@@ -225,7 +225,7 @@ def test_overlap_analysis_track_carries_the_step_trace_time_numbers(runs):
 
 
 @pytest.fixture(scope="module")
-def cluster(runs: dict[str, str]) -> str:
+def cluster_run(runs: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``msprof-analyze cluster -m communication_time`` over the compiled run's two ranks."""
     pytest.importorskip("msprof_analyze", reason="the torch tox env installs msprof-analyze")
     tool = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
@@ -234,7 +234,50 @@ def cluster(runs: dict[str, str]) -> str:
     done = subprocess.run([tool, "cluster", "-d", prof, "-m", "communication_time"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return os.path.join(prof, "cluster_analysis_output")
+    return done
+
+
+@pytest.fixture(scope="module")
+def cluster(runs: dict[str, str], cluster_run: subprocess.CompletedProcess[str]) -> str:
+    """The cluster run's output directory."""
+    return os.path.join(runs["compiled"], "prof", "cluster_analysis_output")
+
+
+def test_profiler_metadata_has_torch_npus_parallel_group_info_and_no_distributed_args(runs):
+    for d in _ascend_pt(runs["compiled"]):
+        meta = _json(os.path.join(d, "profiler_metadata.json"))
+        # torch_npu writes no distributed_args itself (Megatron or the user add them)
+        assert "distributed_args" not in meta
+        groups = meta["parallel_group_info"]
+        world = [g for g in groups.values() if g["group_name"] == "default_group"]
+        assert world == [{"group_name": "default_group", "group_rank": _rank(d),
+                          "global_ranks": [0, 1]}]
+
+
+def test_communication_json_names_each_ops_group_by_its_communicators_hash(runs):
+    utils = pytest.importorskip("msprof_analyze.cluster_analyse.common_func.utils")
+    for d in _ascend_pt(runs["compiled"]):
+        groups = _json(os.path.join(d, "profiler_metadata.json"))["parallel_group_info"]
+        world = next(k for k, g in groups.items() if g["group_name"] == "default_group")
+        for ops in _json(_output(d, "communication.json")).values():
+            for name in ops["collective"]:
+                assert name.rsplit("@", 1)[1] == str(utils.double_hash(world))
+
+
+def test_cluster_run_logs_no_parallel_size_error(cluster_run):
+    log = cluster_run.stdout + cluster_run.stderr
+    assert "world_size must be equal" not in log
+    assert "distributed_args" not in log
+
+
+def test_cluster_communication_group_maps_the_group_to_default_group(runs, cluster):
+    found = _json(os.path.join(cluster, "communication_group.json"))
+    groups = _json(os.path.join(_ascend_pt(runs["compiled"])[0],
+                                "profiler_metadata.json"))["parallel_group_info"]
+    world = next(k for k, g in groups.items() if g["group_name"] == "default_group")
+    rows = found["comm_group_parallel_info"]
+    assert [(r["type"], r["rank_set"], r["group_id"], r["pg_name"]) for r in rows] == [
+        ("collective", [0, 1], world, "default_group")]
 
 
 def test_cluster_communication_time_shows_each_ranks_per_step_collectives(runs, cluster):

@@ -140,6 +140,10 @@ class HcclProcessGroup(_PythonProcessGroup):
         self.clock = CommClock(self.job, self._exchange,
                                group="hccl_world_group" if tag == 0 else f"hccl_group_{tag}",
                                tag=tag)
+        self.comm_name = (f"{os.environ.get('MASTER_ADDR', '127.0.0.1')}%geplug_"
+                          f"{os.environ.get('MASTER_PORT', '0')}_{tag}")
+        """The HCCL communicator's name (``get_hccl_comm_name``): the same on every rank
+        of the group; ``parallel_group_info`` in profiler_metadata.json is keyed by it."""
 
     def getBackendName(self) -> str:
         """The backend's name, as torch reports it."""

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from geplug.profiling.layout import AtomicFile, fmt, fmt_ns, write_json
 from geplug.profiling.overlap import THREADS
 from geplug.profiling.reader import find_prof_dirs, output_file, output_files
+from geplug_torch.profiler.groups import double_hash, parallel_groups
 from geplug_torch.profiler.hostops import host_ops
 from geplug_torch.profiler.memory import memory_csvs
 from geplug_torch.profiler.options import ExportType
@@ -120,11 +121,9 @@ def write_ascend_pt(c: Collection) -> list[str]:
     prof = c.prof
     exp = prof.experimental_config
     rank = 0
-    world = 1
     device_id = 0
     for system in c.systems.values():
         rank = int(getattr(system.rank, "rank_id", 0) or 0) if system.rank else 0
-        world = int(getattr(system.rank, "rank_size", 1) or 1) if system.rank else 1
         device_id = system.device_id
     prof_dirs = find_prof_dirs(c.root) if c.systems else []
     out = _Out(c.root, ExportType.Text in exp.export_type)
@@ -142,7 +141,8 @@ def write_ascend_pt(c: Collection) -> list[str]:
     out.json("trace_view.json", _trace_view(c, prof_dirs, steps))
     for name, (header, rows) in memory_csvs(prof_dirs).items():
         out.csv(name, header, rows)
-    _communication(out, prof_dirs, c)
+    groups = parallel_groups()
+    _communication(out, prof_dirs, c, {g.group: double_hash(g.comm_name) for g in groups})
     if ExportType.Db in exp.export_type:
         write_pytorch_db(os.path.join(out.dir, f"ascend_pytorch_profiler_{rank}.db"),
                          prof_dirs, c)
@@ -168,7 +168,7 @@ def write_ascend_pt(c: Collection) -> list[str]:
     write_json(os.path.join(c.root, "profiler_metadata.json"), {
         "ENV_VARIABLES": {k: v for k, v in sorted(os.environ.items())
                           if k.startswith(("ASCEND_", "HCCL_", "RANK", "WORLD_SIZE"))},
-        "distributed_args": {"rank": rank, "world_size": world},
+        **({"parallel_group_info": {g.comm_name: g.info() for g in groups}} if groups else {}),
     })
     return sorted(os.path.join(out.dir, n) for n in os.listdir(out.dir))
 
@@ -298,10 +298,13 @@ def _trace_view(c: Collection, prof_dirs: list[str],
     return events
 
 
-def _communication(out: _Out, prof_dirs: list[str], c: Collection) -> None:
+def _communication(out: _Out, prof_dirs: list[str], c: Collection,
+                   group_ids: dict[str, str]) -> None:
     """communication.json / communication_matrix.json when PROF has them (distributed):
     PROF's flat per-op entries filed under the step each op ran in (``step{N}``), as
-    ``collective`` or ``p2p`` by the op's name."""
+    ``collective`` or ``p2p`` by the op's name. ``group_ids`` renames the group after ``@``
+    to torch_npu's id of it (the hash of the communicator name, see
+    :mod:`geplug_torch.profiler.groups`), which ``parallel_group_info`` resolves."""
     step_of = {r.name: r.step for r in c.comms}
     first = min(step_of.values(), default=min((r.step for r in c.runs), default=0))
     for name in ("communication.json", "communication_matrix.json"):
@@ -316,7 +319,8 @@ def _communication(out: _Out, prof_dirs: list[str], c: Collection) -> None:
             continue
         grouped: dict[int, dict[str, dict[str, Any]]] = {}
         for key, value in ops.items():
-            op = key.split("@")[0]
+            op, _, group = key.partition("@")
             step = grouped.setdefault(step_of.get(op, first), {"collective": {}, "p2p": {}})
-            step["p2p" if op.startswith(_P2P) else "collective"][key] = value
+            renamed = f"{op}@{group_ids.get(group, group)}" if group else key
+            step["p2p" if op.startswith(_P2P) else "collective"][renamed] = value
         out.json(name, {f"step{n}": grouped[n] for n in sorted(grouped)})
