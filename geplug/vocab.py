@@ -73,6 +73,12 @@ DUMP_DEBUG_MODES = ("aicore_overflow", "atomic_overflow", "all")
 OP_COMPILER_CACHE_MODES = ("enable", "disable", "force")
 """op_compiler_cache_mode values (CANN ATC docs, --op_compiler_cache_mode; GE's
 ``ge.op_compiler_cache_mode``: "disable", "enable" or "force", default disable)."""
+BUFFER_OPTIMIZE_MODES = ("l2_optimize", "off_optimize")
+"""buffer_optimize values (CANN ATC docs, --buffer_optimize; GE's ``ge.bufferOptimize``):
+``l2_optimize`` (the default) places intermediate tensors in the L2 buffer, ``off_optimize``
+turns that off (docs/device-model.md, "On-chip reuse")."""
+BUFFER_OPTIMIZE_DEFAULT = "l2_optimize"
+"""buffer_optimize's documented default on every product family."""
 OP_COMPILER_CACHE_DIR_DEFAULT = "$HOME/atc_data"
 """op_compiler_cache_dir's documented default (CANN ATC docs, --op_compiler_cache_dir)."""
 

@@ -106,6 +106,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             device = getattr(compiled, "device", None)
             if device is not None:  # the core device model (docs/device-model.md)
                 data["graph"] = device.graph.summary()
+                data["buffer_optimize"] = device.buffer_optimize
                 data["memory"] = device.memory.to_json()
                 data["tasks"] = [_task_json(p) for p in device.tasks]
                 data["notes"] = list(getattr(compiled, "notes", ()))
@@ -142,7 +143,8 @@ def _task_json(plan: Any) -> dict[str, Any]:
         "pattern": plan.task.pattern, "engine": plan.engine, "dtype": plan.dtype,
         "stream_id": plan.stream_id, "start_ns": plan.start_ns,
         "duration_ns": plan.duration_ns, "flops": plan.cost.flops,
-        "bytes_moved": plan.cost.bytes_moved, "block_dim": plan.cost.block_dim,
+        "bytes_moved": plan.cost.bytes_moved, "l2_bytes": plan.cost.l2_bytes,
+        "block_dim": plan.cost.block_dim,
     }
 
 
@@ -157,6 +159,9 @@ def _print_device(device: Any, notes: Any) -> None:
           f"folded, {len(g.views)} views, {len(g.eliminated)} dead, {len(g.fusions)} fused)")
     for f in g.fusions:
         print(f"  fused {f.name} ({f.op_type}, {f.pattern}): {' + '.join(f.members)}")
+    served = sum(p.cost.l2_bytes for p in device.tasks)
+    print(f"on-chip reuse: buffer_optimize={device.buffer_optimize}, "
+          f"{_mib(int(served))} served by L2")
     m = device.memory
     print(f"memory: weights {_mib(m.weights_bytes)}, activation peak "
           f"{_mib(m.activation_peak_bytes)}, workspace {_mib(m.workspace_bytes)}, total "

@@ -114,6 +114,8 @@ class SessionConfig:
     aicore_num: int | None = None
     op_compiler_cache_mode: str | None = None
     op_compiler_cache_dir: str | None = None
+    # on-chip (L2) buffer reuse: ATC --buffer_optimize, GE ge.bufferOptimize
+    buffer_optimize: str | None = None
     # the seed's example session sets it (options.md §15.1); carried, never checked
     use_off_line: bool | None = None
 

@@ -104,6 +104,8 @@ _SPECS = (
     _o("op_compiler_cache_dir", "str", "s",
        ("ge.op_compiler_cache_dir", "op_compiler_cache_dir"), atc="op_compiler_cache_dir",
        torch="ACL_OP_COMPILER_CACHE_DIR", section="CANN ATC/GE docs"),
+    _o("buffer_optimize", "str", "s", ("ge.bufferOptimize", "buffer_optimize"),
+       atc="buffer_optimize", section="CANN ATC/GE docs"),
     _o("use_off_line", "bool", "b", (), section="§15.1"),
 )
 
@@ -130,7 +132,7 @@ ATC_IGNORED_FLAGS = frozenset({
     "log", "mode", "singleop", "insert_op_conf", "output_type", "input_fp16_nodes",
     "dynamic_batch_size", "dynamic_image_size", "dynamic_dims", "host_env_os", "host_env_cpu",
     "keep_dtype", "customize_dtypes", "allow_hf32", "fusion_switch_file", "enable_small_channel",
-    "buffer_optimize", "compression_optimize_conf", "input_shape_range",
+    "compression_optimize_conf", "input_shape_range",
     "is_input_adjust_hw_layout",
     "is_output_adjust_hw_layout", "status_check", "dump_mode", "json", "om",
 })

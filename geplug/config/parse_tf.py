@@ -27,7 +27,7 @@ TF_IGNORED = frozenset({
     "local_rank_id", "local_device_list", "customize_dtypes", "keep_dtype", "input_shape",
     "dynamic_input", "dynamic_graph_execute_mode", "graph_memory_max_size",
     "variable_memory_max_size",
-    "allow_hf32", "fusion_switch_file", "buffer_optimize", "hcom_multi_mode",
+    "allow_hf32", "fusion_switch_file", "hcom_multi_mode",
 })
 """TF ``parameter_map`` options that exist but are not modelled: a warning, not an error."""
 

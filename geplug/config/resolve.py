@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from geplug import vocab
 from geplug.config.defaults import (
     default_exception_dump,
     default_precision,
@@ -270,11 +271,13 @@ def _op_debug(p: _Pass) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
 
 
 def _compile_cache(p: _Pass) -> None:
-    """AI Cores in use (the product's ``compute.ai_cores`` unless aicore_num is set) and the
-    operator compile cache: mode ``disable`` (CANN ATC/GE docs; torch_npu's own default is
+    """AI Cores in use (the product's ``compute.ai_cores`` unless aicore_num is set),
+    buffer_optimize (``l2_optimize``, ATC's default on every family) and the operator
+    compile cache: mode ``disable`` (CANN ATC/GE docs; torch_npu's own default is
     ``enable``, its ACL_OP_COMPILER_CACHE_MODE docs), directory ``ASCEND_CACHE_PATH`` else
     ``$HOME/atc_data`` (ATC docs: --op_compiler_cache_dir > ASCEND_CACHE_PATH > default)."""
     p.fill("aicore_num", p.product.compute.ai_cores, Source.PRODUCT_DEFAULT)
+    p.fill("buffer_optimize", vocab.BUFFER_OPTIMIZE_DEFAULT, Source.BUILTIN_DEFAULT)
     p.fill("op_compiler_cache_mode", "enable" if p.c.front_end == "torch" else "disable",
            Source.BUILTIN_DEFAULT)
     if p.env.get("ASCEND_CACHE_PATH"):

@@ -39,6 +39,7 @@ from geplug.device.passes import OptimizedGraph, Task, fuse
 from geplug.device.schedule import STREAMS, Schedule, ScheduledTask, schedule_arrays
 from geplug.errors import CompileError
 from geplug.products.schema import Product
+from geplug.vocab import BUFFER_OPTIMIZE_DEFAULT, BUFFER_OPTIMIZE_MODES
 
 __all__ = ["DeviceModel", "TaskPlan", "build_device_model", "copy_us"]
 
@@ -76,6 +77,10 @@ class DeviceModel:
     """Tensors read or written by a task with a dimension nobody could resolve."""
     node_task: Mapping[str, str] = attrs.field(repr=False, factory=dict)
     """Original node -> the task that runs it."""
+    buffer_optimize: str = "l2_optimize"
+    """The on-chip reuse in force (the ``buffer_optimize`` option): ``l2_optimize`` costs
+    intermediates that fit in the declared L2 at its bandwidth, ``off_optimize`` costs every
+    byte at memory bandwidth."""
 
     @property
     def makespan_us(self) -> float:
@@ -149,6 +154,7 @@ def build_device_model(
     check_memory: bool = True,
     model_name: str = "",
     aicore_num: int | None = None,
+    buffer_optimize: str | None = None,
 ) -> DeviceModel:
     """Fuse, cost, schedule and memory-plan ``opt`` on ``product`` (module docstring).
 
@@ -156,11 +162,18 @@ def build_device_model(
     plan exceeds the SoC's HBM; :class:`CompileError` for an unknown ``issue_mode``.
     ``aicore_num`` (the session option): the AI Cores the tasks may use, fewer than the
     product declares making compute-bound tasks slower (:func:`with_ai_cores`).
+    ``buffer_optimize`` (the session option, ATC ``--buffer_optimize``; ``None`` is its
+    default ``l2_optimize``): ``off_optimize`` turns the on-chip reuse (L2) term off.
     """
     product = with_ai_cores(product, aicore_num)
     if issue_mode not in ISSUE_MODES:
         raise CompileError(f"issue_mode {issue_mode!r} is not one of {list(ISSUE_MODES)}; "
                            "use 'graph' (sunk graph) or 'single_op' (host launch per op)")
+    buffer_optimize = buffer_optimize or BUFFER_OPTIMIZE_DEFAULT
+    if buffer_optimize not in BUFFER_OPTIMIZE_MODES:
+        raise CompileError(f"buffer_optimize {buffer_optimize!r} is not one of "
+                           f"{list(BUFFER_OPTIMIZE_MODES)}; use 'l2_optimize' (the default: "
+                           "intermediates in L2) or 'off_optimize' (no L2 reuse)")
     decisions = dict(decisions or {})
     graph = opt.graph
     engines = {n: getattr(d, "engine", "AI_CORE") for n, d in decisions.items()}
@@ -174,7 +187,8 @@ def build_device_model(
     unresolved: set[str] = set()
     tasks = opt.tasks
     moved_by_task = [_task_bytes(task, nodes, nbytes) for task in tasks]
-    l2_served = _l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
+    l2_served = (_l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
+                 if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
     for index, task in enumerate(tasks):
         members = [nodes[m] for m in task.members]
         ds = [decisions.get(m) for m in task.members]
@@ -282,7 +296,7 @@ def build_device_model(
         check_fits(memory, model_name or graph.name, product)
     return DeviceModel(graph=opt, tasks=task_plans, schedule=sched, memory=memory,
                        issue_mode=issue_mode, unresolved=tuple(sorted(unresolved)),
-                       node_task=node_task)
+                       node_task=node_task, buffer_optimize=buffer_optimize)
 
 
 def _task_bytes(task: Task, nodes: Mapping[str, Any], nbytes: _Bytes) -> float:

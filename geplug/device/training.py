@@ -232,8 +232,10 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
             passes = 2.0 + ((1.0 + _MASK) if epilogue else 0.0)
             # dy' lives from BNTrainingUpdateGrad to BNTrainingReduceGrad and is saved by
             # nothing: the on-chip reuse rule decides whether it stays in L2 (its write
-            # and its read), as for the intermediates of a forward graph
-            inner = y if epilogue and _l2_window_fits(
+            # and its read), as for the intermediates of a forward graph (not under
+            # buffer_optimize=off_optimize)
+            reuse = epilogue and model.buffer_optimize == "l2_optimize"
+            inner = y if reuse and _l2_window_fits(
                 (passes + 3.0) * y, _batch(model, plan), product) else 0.0
             out.append(_vector_task(f"{plan.name}_bn_update_grad", "BNTrainingUpdateGrad",
                                     "backward", passes * y, 0.0, product, overhead, inner))

@@ -161,3 +161,29 @@ def test_a_training_steps_batchnorm_gradient_intermediate_follows_the_l2_rule() 
     # dy' (one tensor of the conv output's size) is written and read through L2 instead
     # of memory: ~2 of the ~6 passes over it
     assert with_l2 < 0.8 * without
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_buffer_optimize_off_costs_every_byte_at_memory_bandwidth() -> None:
+    a2 = require_product("atlas_a2")  # declares L2 (compute.l2_cache_mib)
+    graph = optimize(_chain(batch=1), GraphCaps())
+    default = build_device_model(graph, a2, fusion=False, check_memory=False)
+    off = build_device_model(graph, a2, fusion=False, check_memory=False,
+                             buffer_optimize="off_optimize")
+    assert (default.buffer_optimize, off.buffer_optimize) == ("l2_optimize", "off_optimize")
+    assert all(p.cost.l2_bytes > 0 for p in default.tasks)
+    assert all(p.cost.l2_bytes == 0 for p in off.tasks)
+    moved = sum(p.cost.bytes_moved for p in default.tasks)
+    assert moved == sum(p.cost.bytes_moved for p in off.tasks)
+    assert sum(p.cost.memory_us for p in off.tasks) / moved > 1.25 * sum(
+        p.cost.memory_us for p in default.tasks) / moved
+    for plan in off.tasks:
+        assert plan.cost.memory_us == pytest.approx(plan.cost.memory_no_l2_us)
+
+
+def test_an_unknown_buffer_optimize_is_a_compile_error(geplug_product: Product) -> None:
+    from geplug.errors import CompileError
+
+    with pytest.raises(CompileError, match="buffer_optimize 'l2' is not one of"):
+        build_device_model(optimize(_chain(batch=1), GraphCaps()), geplug_product,
+                           check_memory=False, buffer_optimize="l2")

@@ -1,5 +1,6 @@
-"""Rules of aicore_num, op_compiler_cache_mode and op_compiler_cache_dir (CANN GE/ATC docs:
-``ge.aicoreNum``, ``--op_compiler_cache_mode``, ``--op_compiler_cache_dir``).
+"""Rules of aicore_num, op_compiler_cache_mode, op_compiler_cache_dir and buffer_optimize
+(CANN GE/ATC docs: ``ge.aicoreNum``, ``--op_compiler_cache_mode``, ``--op_compiler_cache_dir``,
+``--buffer_optimize``).
 
 The core count is checked against the product declaration (``compute.ai_cores``), never a
 product's name: GE/FE refuses an ``aicoreNum`` outside ``[1, ai_core_cnt]`` of the SoC.
@@ -18,7 +19,8 @@ __all__ = ["check_compile_cache"]
 
 def check_compile_cache(ctx: Ctx) -> None:
     """aicore_num in [1, the product's AI Cores]; the cache mode one of enable/disable/force;
-    the cache dir not empty and not an existing file."""
+    buffer_optimize one of l2_optimize/off_optimize; the cache dir not empty and not an
+    existing file."""
     c = ctx.c
     if c.aicore_num is not None:
         most = ctx.p.compute.ai_cores
@@ -34,6 +36,12 @@ def check_compile_cache(ctx: Ctx) -> None:
                 f"op_compiler_cache_mode {mode!r} is not a cache mode; it must be one of "
                 f"{', '.join(vocab.OP_COMPILER_CACHE_MODES)}",
                 choice_hint(mode, vocab.OP_COMPILER_CACHE_MODES), code="E10001")
+    buffer = c.buffer_optimize
+    if buffer is not None and buffer not in vocab.BUFFER_OPTIMIZE_MODES:
+        ctx.err("buffer_optimize", buffer,
+                f"buffer_optimize {buffer!r} is not a buffer optimisation mode; it must be one "
+                f"of {', '.join(vocab.BUFFER_OPTIMIZE_MODES)}",
+                choice_hint(buffer, vocab.BUFFER_OPTIMIZE_MODES), code="E10001")
     cache_dir = c.op_compiler_cache_dir
     if cache_dir is not None:
         if not cache_dir.strip():

@@ -349,6 +349,7 @@ class SimRuntime:
             soc_version=system.config.config.soc_version or "", check_memory=check_memory,
             model_name=imported.name, fusion=fusion,
             aicore_num=system.config.config.aicore_num,
+            buffer_optimize=system.config.config.buffer_optimize,
         )
 
     def _tasks(

@@ -191,3 +191,22 @@ def test_vgg16_matrix_flops_equal_the_published_count() -> None:
     assert compiled.device.cube_flops == pytest.approx(
         2 * (convs * (64 / 224) ** 2 + fcs), rel=0.01)
     assert not compiled.device.unresolved
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_buffer_optimize_off_makes_the_same_model_slower_and_compile_json_says_so(
+        tmp_path, capsys) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(nb.mlp(style="torchscript"), path)
+    session = tmp_path / "s.toml"
+    times: dict[str, float] = {}
+    for mode in ("l2_optimize", "off_optimize"):
+        session.write_text(f'buffer_optimize = "{mode}"\n', encoding="utf-8")
+        assert main(["compile", str(path), "--product", "atlas_a2", "--config", str(session),
+                     "--format", "json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["buffer_optimize"] == mode
+        served = sum(t["l2_bytes"] for t in data["tasks"])
+        assert (served > 0) == (mode == "l2_optimize")
+        times[mode] = data["simulated_time_us"]
+    assert times["off_optimize"] > times["l2_optimize"]

@@ -165,7 +165,8 @@ def compile_graph(
             opt, product, by_node, issue_mode="graph", fusion=fusion,
             soc_version=system.config.config.soc_version or "",
             model_name=f"{graph_name} ({phase})",
-            aicore_num=system.config.config.aicore_num)
+            aicore_num=system.config.config.aicore_num,
+            buffer_optimize=system.config.config.buffer_optimize)
     except CompileError as exc:
         raise CompileError(f"{exc} (graph {graph_name!r}, {phase})", node=exc.node,
                            details={**exc.details, "graph": graph_name}) from None
