@@ -19,7 +19,7 @@ from typing import Any
 
 from geplug.profiling.layout import atomic_sqlite
 
-__all__ = ["SCHEMA", "write_analyzer_db"]
+__all__ = ["SCHEMA", "comm_rows", "write_analyzer_db"]
 
 SCHEMA = {
     "StepTraceTime": ("step INTEGER, computing NUMERIC, communication_not_overlapped NUMERIC, "
@@ -40,8 +40,10 @@ SCHEMA = {
 }
 
 
-def _comm_rows(communication: dict[str, Any], matrix: dict[str, Any]) -> tuple[
+def comm_rows(communication: dict[str, Any], matrix: dict[str, Any]) -> tuple[
         list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The ``CommAnalyzerTime``, ``CommAnalyzerBandwidth`` and ``CommAnalyzerMatrix`` rows of
+    communication.json / communication_matrix.json entries (``<op>@<group>`` keys)."""
     times, bands, links = [], [], []
     for key, info in communication.items():
         if key == "Total Op Info":
@@ -82,7 +84,7 @@ def write_analyzer_db(path: str, steps: Iterable[tuple[int, dict[str, int]]],
             us = [v / 1000 for v in (comp, pure, com - pure, com, free)]
             rows.append((step, *us, (comp + pure + free) / 1000, 0, pure / 1000, 0))
         conn.executemany("INSERT INTO StepTraceTime VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
-        times, bands, links = _comm_rows(communication or {}, matrix or {})
+        times, bands, links = comm_rows(communication or {}, matrix or {})
         conn.executemany("INSERT INTO CommAnalyzerTime VALUES (?,?,?,?,?,?,?,?,?,?)",
                          times)
         conn.executemany("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?,?,?,?,?,?,?)",

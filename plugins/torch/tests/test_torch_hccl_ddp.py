@@ -55,7 +55,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     dirs = {}
     for key, backend, extra in (("gloo", "gloo", ("--wide",)),
                                 ("hccl", "hccl", ("--wide", "--profile")),
-                                ("compiled", "hccl", ("--wide", "--profile", "--compile-ddp"))):
+                                ("compiled", "hccl", ("--wide", "--profile", "--compile-ddp",
+                                                      "--db"))):
         out = os.path.join(root, key)
         # exact model times: the rank-to-rank variation pinned off
         done = torchrun(out, backend, out, *extra, env={"GEPLUG_SIM_RANK_VARIATION": "0"})
@@ -224,13 +225,11 @@ def test_overlap_analysis_track_carries_the_step_trace_time_numbers(runs):
                 assert total == pytest.approx(row[name], abs=3e-3)
 
 
-@pytest.fixture(scope="module")
-def cluster_run(runs: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``msprof-analyze cluster -m communication_time`` over the compiled run's two ranks."""
+def _cluster(prof: str) -> subprocess.CompletedProcess[str]:
+    """``msprof-analyze cluster -m communication_time`` over ``prof``'s ranks."""
     pytest.importorskip("msprof_analyze", reason="the torch tox env installs msprof-analyze")
     tool = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
                                                           "msprof-analyze")
-    prof = os.path.join(runs["compiled"], "prof")
     done = subprocess.run([tool, "cluster", "-d", prof, "-m", "communication_time"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -238,9 +237,78 @@ def cluster_run(runs: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(runs: dict[str, str], cluster_run: subprocess.CompletedProcess[str]) -> str:
-    """The cluster run's output directory."""
-    return os.path.join(runs["compiled"], "prof", "cluster_analysis_output")
+def text_prof(runs: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The compiled run's collections without their databases: msprof-analyze prefers the
+    databases when they are there, so this is what a text-only export gives it."""
+    prof = str(tmp_path_factory.mktemp("text_prof"))
+    for d in _ascend_pt(runs["compiled"]):
+        shutil.copytree(d, os.path.join(prof, os.path.basename(d)),
+                        ignore=shutil.ignore_patterns("*.db"))
+    return prof
+
+
+@pytest.fixture(scope="module")
+def cluster_run(text_prof: str) -> subprocess.CompletedProcess[str]:
+    """``msprof-analyze cluster -m communication_time`` over the text export's two ranks."""
+    return _cluster(text_prof)
+
+
+@pytest.fixture(scope="module")
+def cluster(text_prof: str, cluster_run: subprocess.CompletedProcess[str]) -> str:
+    """The text cluster run's output directory."""
+    return os.path.join(text_prof, "cluster_analysis_output")
+
+
+@pytest.fixture(scope="module")
+def cluster_db_run(runs: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The same over the collections as written (``ExportType.Db`` too: the database route)."""
+    return _cluster(os.path.join(runs["compiled"], "prof"))
+
+
+def _cluster_table(runs: dict[str, str], table: str) -> list[dict[str, object]]:
+    import sqlite3
+
+    path = os.path.join(runs["compiled"], "prof", "cluster_analysis_output",
+                        "cluster_analysis.db")
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(f"SELECT * FROM {table}")]
+    finally:
+        conn.close()
+
+
+def test_cluster_reads_the_database_export_with_each_ranks_analysis_db(cluster_db_run):
+    log = cluster_db_run.stdout + cluster_db_run.stderr
+    assert "data type: db" in log
+    assert "missing analysis DB file" not in log
+    assert "does not have a valid step_trace_time" not in log
+
+
+def test_cluster_database_route_gives_the_text_exports_collective_times(runs, cluster_db_run):
+    rows = {(r["step"], str(r["rank_id"]), r["hccl_op_name"]): r
+            for r in _cluster_table(runs, "ClusterCommunicationTime")}
+    seen = 0
+    for d in _ascend_pt(runs["compiled"]):
+        for step, ops in _json(_output(d, "communication.json")).items():
+            for name, op in ops["collective"].items():
+                row = rows[(step, str(_rank(d)), name.split("@")[0])]
+                assert row["elapsed_time"] == pytest.approx(_elapse_ms(op))
+                seen += 1
+    assert seen >= 6
+
+
+def test_cluster_database_route_gives_the_text_exports_step_trace_time(runs, cluster_db_run):
+    rows = {(str(r["index"]), str(r["step"])): r
+            for r in _cluster_table(runs, "ClusterStepTraceTime") if r["type"] == "rank"}
+    for d in _ascend_pt(runs["compiled"]):
+        for step, mine in _steps(d).items():
+            row = rows[(str(_rank(d)), step)]
+            for column, key in (("Computing", "computing"), ("Communication", "communication"),
+                                ("Overlapped", "overlapped"), ("Free", "free"),
+                                ("Communication(Not Overlapped)",
+                                 "communication_not_overlapped")):
+                assert float(row[key]) == pytest.approx(mine[column], abs=1e-3)
 
 
 def test_profiler_metadata_has_torch_npus_parallel_group_info_and_no_distributed_args(runs):

@@ -23,7 +23,8 @@ derived from that directory's summaries - nothing is measured twice:
   ``profile_memory=True``: the CANN memory records in torch_npu's columns
   (:mod:`geplug_torch.profiler.memory`);
 - ``ascend_pytorch_profiler_{rank}.db`` when ``export_type`` names ``ExportType.Db``: the
-  msprof database plus torch_npu's framework tables (:mod:`geplug_torch.profiler.ptdb`).
+  msprof database plus torch_npu's framework tables (:mod:`geplug_torch.profiler.ptdb`),
+  and ``analysis.db`` beside it (:mod:`geplug_torch.profiler.analysisdb`).
 
 Framework ops are placed on the simulated device clock at their kernel's start (the host
 is not timed per op); documented in docs/torch.md.
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from geplug.profiling.layout import AtomicFile, fmt, fmt_ns, write_json
 from geplug.profiling.overlap import THREADS
 from geplug.profiling.reader import find_prof_dirs, output_file, output_files
+from geplug_torch.profiler.analysisdb import write_analysis_db
 from geplug_torch.profiler.groups import double_hash, parallel_groups
 from geplug_torch.profiler.hostops import host_ops
 from geplug_torch.profiler.memory import memory_csvs
@@ -142,10 +144,17 @@ def write_ascend_pt(c: Collection) -> list[str]:
     for name, (header, rows) in memory_csvs(prof_dirs).items():
         out.csv(name, header, rows)
     groups = parallel_groups()
-    _communication(out, prof_dirs, c, {g.group: double_hash(g.comm_name) for g in groups})
+    comm = _communication(out, prof_dirs, c,
+                          {g.group: double_hash(g.comm_name) for g in groups})
+    meta = ({"parallel_group_info": json.dumps({g.comm_name: g.info() for g in groups})}
+            if groups else {})
     if ExportType.Db in exp.export_type:
-        write_pytorch_db(os.path.join(out.dir, f"ascend_pytorch_profiler_{rank}.db"),
-                         prof_dirs, c)
+        written = write_pytorch_db(os.path.join(out.dir, f"ascend_pytorch_profiler_{rank}.db"),
+                                   prof_dirs, c, meta)
+        if written is not None:  # the analysis database goes with the profiler database
+            write_analysis_db(os.path.join(out.dir, "analysis.db"), steps,
+                              comm.get("communication.json", {}),
+                              comm.get("communication_matrix.json", {}))
     write_json(os.path.join(c.root, f"profiler_info_{rank}.json"), {
         "config": {
             "common_config": {
@@ -299,14 +308,16 @@ def _trace_view(c: Collection, prof_dirs: list[str],
 
 
 def _communication(out: _Out, prof_dirs: list[str], c: Collection,
-                   group_ids: dict[str, str]) -> None:
+                   group_ids: dict[str, str]) -> dict[str, dict[str, Any]]:
     """communication.json / communication_matrix.json when PROF has them (distributed):
     PROF's flat per-op entries filed under the step each op ran in (``step{N}``), as
     ``collective`` or ``p2p`` by the op's name. ``group_ids`` renames the group after ``@``
     to torch_npu's id of it (the hash of the communicator name, see
-    :mod:`geplug_torch.profiler.groups`), which ``parallel_group_info`` resolves."""
+    :mod:`geplug_torch.profiler.groups`), which ``parallel_group_info`` resolves. Returns
+    what it wrote, by file name (the database export writes the same)."""
     step_of = {r.name: r.step for r in c.comms}
     first = min(step_of.values(), default=min((r.step for r in c.runs), default=0))
+    written: dict[str, dict[str, Any]] = {}
     for name in ("communication.json", "communication_matrix.json"):
         merged: dict[str, Any] = {}
         for d in prof_dirs:
@@ -323,4 +334,6 @@ def _communication(out: _Out, prof_dirs: list[str], c: Collection,
             step = grouped.setdefault(step_of.get(op, first), {"collective": {}, "p2p": {}})
             renamed = f"{op}@{group_ids.get(group, group)}" if group else key
             step["p2p" if op.startswith(_P2P) else "collective"][renamed] = value
-        out.json(name, {f"step{n}": grouped[n] for n in sorted(grouped)})
+        written[name] = {f"step{n}": grouped[n] for n in sorted(grouped)}
+        out.json(name, written[name])
+    return written

@@ -119,9 +119,11 @@ def _step_rows(c: Collection) -> list[tuple[int, int, int]]:
     return [(step, v[0], v[1]) for step, v in sorted(spans.items())]
 
 
-def write_pytorch_db(path: str, prof_dirs: list[str], c: Collection) -> str | None:
+def write_pytorch_db(path: str, prof_dirs: list[str], c: Collection,
+                     metadata: dict[str, str] | None = None) -> str | None:
     """Write ``path`` from the collection's msprof database and framework ops (module
-    docstring); ``None`` when the collection has no msprof database (no NPU activity)."""
+    docstring), ``metadata`` added to ``META_DATA`` (torch_npu's ``parallel_group_info``);
+    ``None`` when the collection has no msprof database (no NPU activity)."""
     source = _msprof_db(prof_dirs)
     if source is None:
         return None
@@ -146,4 +148,5 @@ def write_pytorch_db(path: str, prof_dirs: list[str], c: Collection) -> str | No
         dst.execute("DELETE FROM STEP_TIME")
         dst.executemany("INSERT INTO STEP_TIME VALUES (?, ?, ?)", steps)
         memory_tables(dst, sid)
+        dst.executemany("INSERT INTO META_DATA VALUES (?, ?)", sorted((metadata or {}).items()))
     return path
