@@ -278,6 +278,21 @@ def _cluster_table(runs: dict[str, str], table: str) -> list[dict[str, object]]:
         conn.close()
 
 
+def test_database_communication_ops_name_their_group_by_its_parallel_group_info_key(runs):
+    import sqlite3
+
+    for d in _ascend_pt(runs["compiled"]):
+        conn = sqlite3.connect(_output(d, f"ascend_pytorch_profiler_{_rank(d)}.db"))
+        try:
+            meta = dict(conn.execute("SELECT name, value FROM META_DATA"))
+            groups = json.loads(meta["parallel_group_info"])
+            names = [v for (v,) in conn.execute(
+                "SELECT s.value FROM COMMUNICATION_OP o JOIN STRING_IDS s ON s.id = o.groupName")]
+        finally:
+            conn.close()
+        assert names and all(groups[n]["group_name"] == "default_group" for n in names)
+
+
 def test_cluster_reads_the_database_export_with_each_ranks_analysis_db(cluster_db_run):
     log = cluster_db_run.stdout + cluster_db_run.stderr
     assert "data type: db" in log

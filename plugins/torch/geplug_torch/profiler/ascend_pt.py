@@ -150,7 +150,8 @@ def write_ascend_pt(c: Collection) -> list[str]:
             if groups else {})
     if ExportType.Db in exp.export_type:
         written = write_pytorch_db(os.path.join(out.dir, f"ascend_pytorch_profiler_{rank}.db"),
-                                   prof_dirs, c, meta)
+                                   prof_dirs, c, meta,
+                                   {g.group: g.comm_name for g in groups})
         if written is not None:  # the analysis database goes with the profiler database
             write_analysis_db(os.path.join(out.dir, "analysis.db"), steps,
                               comm.get("communication.json", {}),

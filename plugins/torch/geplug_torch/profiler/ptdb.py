@@ -120,10 +120,14 @@ def _step_rows(c: Collection) -> list[tuple[int, int, int]]:
 
 
 def write_pytorch_db(path: str, prof_dirs: list[str], c: Collection,
-                     metadata: dict[str, str] | None = None) -> str | None:
+                     metadata: dict[str, str] | None = None,
+                     comm_names: dict[str, str] | None = None) -> str | None:
     """Write ``path`` from the collection's msprof database and framework ops (module
-    docstring), ``metadata`` added to ``META_DATA`` (torch_npu's ``parallel_group_info``);
-    ``None`` when the collection has no msprof database (no NPU activity)."""
+    docstring), ``metadata`` added to ``META_DATA`` (torch_npu's ``parallel_group_info``)
+    and each group name of ``comm_names`` replaced by its communicator name, which is how
+    torch_npu's ``COMMUNICATION_OP.groupName`` names the group (the key msprof-analyze
+    looks up in ``parallel_group_info``); ``None`` when the collection has no msprof
+    database (no NPU activity)."""
     source = _msprof_db(prof_dirs)
     if source is None:
         return None
@@ -134,6 +138,8 @@ def write_pytorch_db(path: str, prof_dirs: list[str], c: Collection,
         finally:
             src.close()
         _nonzero_connections(dst)
+        for group, comm_name in sorted((comm_names or {}).items()):
+            dst.execute("UPDATE STRING_IDS SET value = ? WHERE value = ?", (comm_name, group))
         sid = _Strings(dst)
         global_tid = (os.getpid() << 32) | 1
         steps = _step_rows(c)
