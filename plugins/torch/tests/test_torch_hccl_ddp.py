@@ -225,12 +225,12 @@ def test_overlap_analysis_track_carries_the_step_trace_time_numbers(runs):
                 assert total == pytest.approx(row[name], abs=3e-3)
 
 
-def _cluster(prof: str) -> subprocess.CompletedProcess[str]:
-    """``msprof-analyze cluster -m communication_time`` over ``prof``'s ranks."""
+def _cluster(prof: str, mode: str = "communication_time") -> subprocess.CompletedProcess[str]:
+    """``msprof-analyze cluster -m mode`` over ``prof``'s ranks."""
     pytest.importorskip("msprof_analyze", reason="the torch tox env installs msprof-analyze")
     tool = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
                                                           "msprof-analyze")
-    done = subprocess.run([tool, "cluster", "-d", prof, "-m", "communication_time"],
+    done = subprocess.run([tool, "cluster", "-d", prof, "-m", mode],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done
@@ -261,8 +261,9 @@ def cluster(text_prof: str, cluster_run: subprocess.CompletedProcess[str]) -> st
 
 @pytest.fixture(scope="module")
 def cluster_db_run(runs: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """The same over the collections as written (``ExportType.Db`` too: the database route)."""
-    return _cluster(os.path.join(runs["compiled"], "prof"))
+    """``msprof-analyze cluster -m all`` (communication time and matrix, step trace) over the
+    collections as written (``ExportType.Db`` too: the database route)."""
+    return _cluster(os.path.join(runs["compiled"], "prof"), "all")
 
 
 def _cluster_table(runs: dict[str, str], table: str) -> list[dict[str, object]]:
@@ -310,6 +311,31 @@ def test_cluster_database_route_gives_the_text_exports_collective_times(runs, cl
                 row = rows[(step, str(_rank(d)), name.split("@")[0])]
                 assert row["elapsed_time"] == pytest.approx(_elapse_ms(op))
                 seen += 1
+    assert seen >= 6
+
+
+def test_cluster_all_on_the_database_export_runs_every_analysis(cluster_db_run):
+    log = cluster_db_run.stdout + cluster_db_run.stderr
+    assert "launched failed" not in log and "Traceback" not in log
+
+
+def test_cluster_database_route_gives_the_text_exports_communication_matrix(runs,
+                                                                           cluster_db_run):
+    rows = {(r["step"], r["hccl_op_name"], r["src_rank"], r["dst_rank"]): r
+            for r in _cluster_table(runs, "ClusterCommunicationMatrix")}
+    seen = 0
+    for d in _ascend_pt(runs["compiled"]):
+        for step, ops in _json(_output(d, "communication_matrix.json")).items():
+            for name, links in ops["collective"].items():
+                for pair, link in links.items():
+                    if link["Transport Type"] == "LOCAL":
+                        continue
+                    src, _, dst = pair.partition("-")
+                    row = rows[(step, name.split("@")[0], float(src), float(dst))]
+                    assert row["transit_size"] == pytest.approx(link["Transit Size(MB)"])
+                    assert row["transit_time"] == pytest.approx(link["Transit Time(ms)"])
+                    assert row["transport_type"] == link["Transport Type"]
+                    seen += 1
     assert seen >= 6
 
 

@@ -10,7 +10,8 @@ geplug writes it from the same records as the text export: one ``StepTraceTime``
 step with step_trace_time.csv's numbers (µs), and one communication row per op (and link) of
 ``communication.json`` / ``communication_matrix.json`` with the step (``step{N}``) and type
 (``collective`` / ``p2p``) it is filed under there. The communication tables have msprof's
-columns (:data:`geplug.profiling.analyzer_db.SCHEMA`) plus ``step`` and ``type``; the group
+columns (:data:`geplug.profiling.analyzer_db.SCHEMA`) plus ``step`` and ``type`` (the link
+table ``op_name`` too); the group
 name is the one after ``@`` in the JSON (the hash of the communicator name). Complete or
 absent.
 """
@@ -28,6 +29,11 @@ __all__ = ["write_analysis_db"]
 _PER_STEP = ", step TEXT, type TEXT"
 """What torch_npu adds to msprof's communication tables: the step and op type of each row."""
 
+_MATRIX_EXTRA = ", op_name TEXT" + _PER_STEP
+"""The link table also has ``op_name``, the ``Op Name`` of each link in
+communication_matrix.json: msprof-analyze's matrix recipe groups a PyTorch collection's links
+by it (it derives the column itself only from msprof / MindSpore data)."""
+
 
 def write_analysis_db(path: str, steps: dict[int, StepTime],
                       communication: dict[str, Any], matrix: dict[str, Any]) -> str:
@@ -35,7 +41,8 @@ def write_analysis_db(path: str, steps: dict[int, StepTime],
     ``matrix`` the per-step ``communication*.json`` contents (``{}`` when not distributed)."""
     with atomic_sqlite(path) as conn:
         for table, cols in SCHEMA.items():
-            extra = "" if table == "StepTraceTime" else _PER_STEP
+            extra = {"StepTraceTime": "", "CommAnalyzerMatrix": _MATRIX_EXTRA}.get(table,
+                                                                              _PER_STEP)
             conn.execute(f"CREATE TABLE {table} ({cols}{extra})")
         conn.executemany("INSERT INTO StepTraceTime VALUES (?,?,?,?,?,?,?,?,?,?)",
                          [(st.step, *(v / 1000 for v in st.columns().values()))
@@ -51,5 +58,6 @@ def write_analysis_db(path: str, steps: dict[int, StepTime],
                 conn.executemany("INSERT INTO CommAnalyzerBandwidth VALUES "
                                  "(?,?,?,?,?,?,?,?,?,?,?,?)", [r + tail for r in bands])
                 conn.executemany("INSERT INTO CommAnalyzerMatrix VALUES "
-                                 "(?,?,?,?,?,?,?,?,?,?)", [r + tail for r in links])
+                                 "(?,?,?,?,?,?,?,?,?,?,?)",
+                                 [(*r, r[0], *tail) for r in links])
     return path
