@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 import sqlite3
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -26,6 +24,7 @@ pytest.importorskip("geplug_simulator")
 
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from test_realtools_msprof_analyze import msprof_analyze_tool
 
 from geplug.cli.main import main
 from geplug.hccl import Topology, read_settings, simulate
@@ -51,16 +50,9 @@ def _model(ranks: int) -> onnx.ModelProto:
                                                    helper.make_opsetid("com.microsoft", 1)])
 
 
-def _tool() -> str:
-    found = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
-                                                           "msprof-analyze")
-    if not os.path.exists(found):
-        pytest.skip("msprof-analyze is not on PATH")
-    return found
-
 
 def _analyse(prof: str, mode: str) -> sqlite3.Connection:
-    subprocess.run([_tool(), "cluster", "-d", prof, "-m", mode], check=True,
+    subprocess.run([msprof_analyze_tool(), "cluster", "-d", prof, "-m", mode], check=True,
                    capture_output=True, timeout=1200)
     return sqlite3.connect(os.path.join(prof, "cluster_analysis_output", "cluster_analysis.db"))
 

@@ -41,7 +41,8 @@ MODES = (
 STEPS = 3
 
 
-def _tool() -> str:
+def msprof_analyze_tool() -> str:
+    """The ``msprof-analyze`` of the venv running the tests (skips the test without it)."""
     found = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
                                                            "msprof-analyze")
     if not os.path.exists(found):
@@ -78,7 +79,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     shutil.copytree(prof, text)
     for db in glob.glob(str(text / "PROF_*" / "msprof_*.db")):
         os.remove(db)
-    tool = _tool()
+    tool = msprof_analyze_tool()
 
     def run(args: tuple[str, ...]) -> tuple[str, subprocess.CompletedProcess[str]]:
         name, *rest = args

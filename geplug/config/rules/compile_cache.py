@@ -30,18 +30,10 @@ def check_compile_cache(ctx: Ctx) -> None:
                     f"{most} AI Cores (compute.ai_cores), so {c.aicore_num} cores cannot be used",
                     f"use an integer from 1 to {most}, or remove aicore_num to use all "
                     f"{most}", code="E10001")
-    mode = c.op_compiler_cache_mode
-    if mode is not None and mode not in vocab.OP_COMPILER_CACHE_MODES:
-        ctx.err("op_compiler_cache_mode", mode,
-                f"op_compiler_cache_mode {mode!r} is not a cache mode; it must be one of "
-                f"{', '.join(vocab.OP_COMPILER_CACHE_MODES)}",
-                choice_hint(mode, vocab.OP_COMPILER_CACHE_MODES), code="E10001")
-    buffer = c.buffer_optimize
-    if buffer is not None and buffer not in vocab.BUFFER_OPTIMIZE_MODES:
-        ctx.err("buffer_optimize", buffer,
-                f"buffer_optimize {buffer!r} is not a buffer optimisation mode; it must be one "
-                f"of {', '.join(vocab.BUFFER_OPTIMIZE_MODES)}",
-                choice_hint(buffer, vocab.BUFFER_OPTIMIZE_MODES), code="E10001")
+    _one_of(ctx, "op_compiler_cache_mode", c.op_compiler_cache_mode, "a cache mode",
+            vocab.OP_COMPILER_CACHE_MODES)
+    _one_of(ctx, "buffer_optimize", c.buffer_optimize, "a buffer optimisation mode",
+            vocab.BUFFER_OPTIMIZE_MODES)
     cache_dir = c.op_compiler_cache_dir
     if cache_dir is not None:
         if not cache_dir.strip():
@@ -52,3 +44,12 @@ def check_compile_cache(ctx: Ctx) -> None:
             ctx.err("op_compiler_cache_dir", cache_dir,
                     f"{cache_dir!r} exists and is not a directory (the cache is written to "
                     "its kernel_cache subdirectory)", "point op_compiler_cache_dir at a directory")
+
+
+def _one_of(ctx: Ctx, option: str, value: str | None, what: str,
+            allowed: tuple[str, ...]) -> None:
+    """E10001 (with a did-you-mean) when a set ``option`` is not one of ``allowed``."""
+    if value is not None and value not in allowed:
+        ctx.err(option, value,
+                f"{option} {value!r} is not {what}; it must be one of {', '.join(allowed)}",
+                choice_hint(value, allowed), code="E10001")

@@ -13,28 +13,19 @@ from __future__ import annotations
 import csv
 import glob
 import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("msprof_analyze", reason="the torch tox env installs msprof-analyze")
 
-from test_torch_hccl_ddp import torchrun
+from test_torch_hccl_ddp import msprof_analyze_tool, torchrun
 
 pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
 
 STEPS = 3
 
-
-def _tool() -> str:
-    found = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
-                                                           "msprof-analyze")
-    if not os.path.exists(found):
-        pytest.skip("msprof-analyze is not on PATH")
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +55,7 @@ def _kernel_time(d: str) -> float:
 
 def test_slow_rank_recipe_names_rank_3_of_a_torchrun_ddp_job(job):
     out = os.path.join(job, "analysis")
-    proc = subprocess.run([_tool(), "cluster", "-d", os.path.join(job, "prof"), "-m",
+    proc = subprocess.run([msprof_analyze_tool(), "cluster", "-d", os.path.join(job, "prof"), "-m",
                            "slow_rank", "--export_type", "text", "-o", out],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

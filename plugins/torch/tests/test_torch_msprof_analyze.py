@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from collections import defaultdict
@@ -27,6 +26,7 @@ pytest.importorskip("msprof_analyze", reason="the torch tox env installs msprof-
 
 import geplug_torch  # noqa: E402
 from geplug_torch import profiler as P  # noqa: E402
+from test_torch_hccl_ddp import msprof_analyze_tool  # noqa: E402
 from torch_helpers import GPT, train  # noqa: E402
 
 pytestmark = pytest.mark.geplug_requires_products("atlas_a2", "atlas_train")
@@ -68,19 +68,12 @@ def _xlsx(path):
     return sheets
 
 
-def _tool():
-    found = shutil.which("msprof-analyze") or os.path.join(os.path.dirname(sys.executable),
-                                                           "msprof-analyze")
-    if not os.path.exists(found):
-        pytest.skip("msprof-analyze is not on PATH")
-    return found
-
 
 def _run(args, out):
     os.makedirs(out, exist_ok=True)
     # cwd: advisor also writes operator_tuning_file_*.cfg into the working directory
-    proc = subprocess.run([_tool(), *args, "-o", str(out)], capture_output=True, text=True,
-                          timeout=600, check=False, cwd=str(out))
+    proc = subprocess.run([msprof_analyze_tool(), *args, "-o", str(out)], capture_output=True,
+                          text=True, timeout=600, check=False, cwd=str(out))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (xlsx,) = glob.glob(os.path.join(str(out), "**", "*.xlsx"), recursive=True)
     return _xlsx(xlsx), proc.stdout + proc.stderr
