@@ -171,34 +171,43 @@ def bench_networks(repeat: int = 20) -> None:
     Every side gets the same inputs and the same intra-op thread count. Two baselines: a
     plain session with onnxruntime's defaults but the thread count (``plain``: spinning
     worker threads), and the same model in a session with the simulator's thread-pool
-    settings but onnxruntime's default level (``same``: one inter-op thread, no spinning;
-    the simulator's own choice, see docs/simulator.md). Wall ratios against ``plain`` are the
-    issue's target; CPU ratios against ``same`` are what the simulator adds on top of
-    onnxruntime (spinning threads burn CPU, so ``plain`` CPU is not comparable)."""
+    settings as resolved in this run but onnxruntime's default level (``same``: one inter-op
+    thread, spinning as ``GEPLUG_SIM_SPIN`` resolves, printed in the header: ``auto`` spins
+    here, one simulated device alone). Wall ratios against ``plain`` are the issue's target;
+    CPU ratios against ``same`` are what the simulator adds on top of onnxruntime with the
+    same thread settings (a spinning pool's CPU depends on what runs next, so CPU is only
+    compared between sessions with the same spinning)."""
     from geplug_simulator import DEFAULT_PRODUCT
     from geplug_simulator.runtime import default_threads, loadable_by_onnxruntime, session_options
 
     import geplug
 
     threads = default_threads()
-    print(f"networks vs plain onnxruntime, DEFAULT level (ORT_ENABLE_ALL), threads={threads}, "
-          f"median of {repeat} interleaved runs:")
     targets = {"must_keep_origin_dtype": 1.15, "allow_fp32_to_fp16": 1.5}
+    header = False
     for label, model, feeds in _networks():
-        so = ort.SessionOptions()  # onnxruntime's defaults: ORT_ENABLE_ALL
-        so.intra_op_num_threads = threads
-        data = loadable_by_onnxruntime(model).SerializeToString()
-        plain = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-        same = ort.InferenceSession(data, session_options(threads),
-                                    providers=["CPUExecutionProvider"])
-        fns: dict[str, Callable[[], object]] = {"plain": partial(plain.run, None, feeds),
-                                                "same": partial(same.run, None, feeds)}
         systems = []
+        fns: dict[str, Callable[[], object]] = {}
         for mode in targets:
             system = geplug.initialize_system(product=DEFAULT_PRODUCT,
                                               config={"precision_mode": mode})
             systems.append(system)
             fns[mode] = partial(system.compile(model).run, feeds)
+        policy = systems[0].runtime.spin_policy()
+        if not header:
+            header = True
+            print(f"networks vs plain onnxruntime, DEFAULT level (ORT_ENABLE_ALL), "
+                  f"threads={threads}, median of {repeat} interleaved runs; simulator and "
+                  f"`same`: one inter-op thread, spinning {'on' if policy.spin else 'off'} "
+                  f"({policy.reason}); `plain`: onnxruntime's defaults (spinning on):")
+        so = ort.SessionOptions()  # onnxruntime's defaults: ORT_ENABLE_ALL
+        so.intra_op_num_threads = threads
+        data = loadable_by_onnxruntime(model).SerializeToString()
+        plain = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+        same = ort.InferenceSession(data, session_options(threads, policy.spin),
+                                    providers=["CPUExecutionProvider"])
+        fns = {"plain": partial(plain.run, None, feeds),
+               "same": partial(same.run, None, feeds), **fns}
         try:
             got = interleaved(fns, repeat)
         finally:
@@ -317,21 +326,24 @@ def main() -> int:
     threads = default_threads()
     model = mlp()
     x = {"x": np.random.default_rng(1).standard_normal((64, 512)).astype(np.float32)}
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    data = loadable_by_onnxruntime(model).SerializeToString()
-    plain = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    same = ort.InferenceSession(data, session_options(threads),
-                                providers=["CPUExecutionProvider"])
-    fns: dict[str, Callable[[], object]] = {"plain": partial(plain.run, None, x),
-                                            "same": partial(same.run, None, x)}
     targets = {"must_keep_origin_dtype": 1.15, "allow_fp32_to_fp16": 1.7}
     systems = []
+    sims: dict[str, Callable[[], object]] = {}
     for mode in targets:
         system = geplug.initialize_system(product=DEFAULT_PRODUCT,
                                           config={"precision_mode": mode})
         systems.append(system)
-        fns[mode] = partial(system.compile(model).run, x)
+        sims[mode] = partial(system.compile(model).run, x)
+    policy = systems[0].runtime.spin_policy()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    data = loadable_by_onnxruntime(model).SerializeToString()
+    plain = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    same = ort.InferenceSession(data, session_options(threads, policy.spin),
+                                providers=["CPUExecutionProvider"])
+    fns: dict[str, Callable[[], object]] = {"plain": partial(plain.run, None, x),
+                                            "same": partial(same.run, None, x), **sims}
+    print(f"simulator and `same`: spinning {'on' if policy.spin else 'off'} ({policy.reason})")
     try:
         got = interleaved(fns, repeat=60)
     finally:

@@ -2,8 +2,9 @@
 
 Pipeline (DESIGN.md "The simulator"): import (opset pinned) -> per-node decisions from the
 core (:func:`geplug.precision.decide`) -> Cast-pair rewrite -> one onnxruntime CPU session
-(explicit threads, spinning off, onnxruntime's default ORT_ENABLE_ALL, which keeps every Cast
-pair: its fusions never cross a Cast, and geplug's own GE-style fusion is in the device model) ->
+(explicit threads, worker spinning as ``GEPLUG_SIM_SPIN`` resolves (:mod:`.spin`),
+onnxruntime's default ORT_ENABLE_ALL, which keeps every Cast pair: its fusions never cross a
+Cast, and geplug's own GE-style fusion is in the device model) ->
 kernel_meta files and simulated op times. A start-up self-check verifies that a float16
 overflow still yields inf.
 """
@@ -39,6 +40,7 @@ from geplug_simulator.importer import (
     tensor_type,
 )
 from geplug_simulator.rewrite import RewrittenModel, rewrite
+from geplug_simulator.spin import SpinPolicy, read_spin, system_policy
 
 if TYPE_CHECKING:
     from geplug.runtime.system import System
@@ -60,9 +62,10 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def session_options(threads: int | None = None) -> ort.SessionOptions:
-    """The simulator's session options (explicit threads, no spinning, onnxruntime's full
-    graph optimisation: it keeps the Cast pairs that emulate reduced precision, checked by
+def session_options(threads: int | None = None, spin: bool = False) -> ort.SessionOptions:
+    """The simulator's session options (explicit threads, worker threads spinning between
+    ops only when ``spin`` (:mod:`geplug_simulator.spin`), onnxruntime's full graph
+    optimisation: it keeps the Cast pairs that emulate reduced precision, checked by
     ``test_sim_session_level.py``; tensors a dump needs are graph outputs of the exposing
     session, which onnxruntime never fuses away)."""
     so = ort.SessionOptions()
@@ -70,8 +73,8 @@ def session_options(threads: int | None = None) -> ort.SessionOptions:
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin else "0")
     # FATAL only: every onnxruntime error reaches the caller as a CompileError / RunError
     # naming the node, so its own log line would only repeat it on stderr
     so.log_severity_level = 4
@@ -138,9 +141,10 @@ class SessionFactory:
     def session(self, model: onnx.ModelProto, name: str) -> ort.InferenceSession:
         """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`."""
         model = loadable_by_onnxruntime(model)
+        spin = self.runtime is not None and self.runtime.spin_policy().spin
         try:
             return ort.InferenceSession(
-                model.SerializeToString(), session_options(self.threads),
+                model.SerializeToString(), session_options(self.threads, spin),
                 providers=["CPUExecutionProvider"],
             )
         except Exception as exc:
@@ -266,9 +270,18 @@ class SimRuntime:
 
     def __init__(self, system: System, *, threads: int | None = None) -> None:
         self.system = system
+        self.spin_setting = read_spin()
+        """``GEPLUG_SIM_SPIN`` as read when the device was opened (a bad value fails here)."""
         self.factory = SessionFactory(threads, self)
         self.models: list[CompiledModel] = []
         self_check(self.factory)
+
+    def spin_policy(self) -> SpinPolicy:
+        """Whether sessions made now spin: ``GEPLUG_SIM_SPIN`` against the ranks and the
+        simulated devices sharing this machine (:func:`geplug_simulator.spin.system_policy`)."""
+        manager = getattr(self.system, "manager", None)
+        return system_policy(self.spin_setting, self.system,
+                             getattr(manager, "open_systems", ()))
 
     def compile(self, model: Any, *, name: str = "", **options: Any) -> CompiledModel:
         """Compile ``model`` (a path, bytes or ``onnx.ModelProto``) for the product."""
