@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
 from geplug.precision import NodeInfo, decide
+from geplug_simulator.blocked import keep_blocked, worth_trying
 from geplug_simulator.compiled import CompiledModel
 from geplug_simulator.cost import OpCost
 from geplug_simulator.devicegraph import device_graph, needs_probe, probe_shapes, with_types
@@ -49,6 +51,10 @@ __all__ = ["THREADS_ENV", "SessionFactory", "SimRuntime", "self_check", "session
 
 THREADS_ENV = "GEPLUG_SIM_THREADS"
 """Intra-op thread count of the simulator's sessions (default: min(4, CPU count))."""
+
+BLOCKED_MAX_BYTES = 1 << 30
+"""Models up to this size get the NCHWc Cast edit (onnxruntime writes the optimised graph
+to a file first, one protobuf, limited to 2 GiB)."""
 
 _self_check_lock = threading.Lock()
 _self_check_done = False
@@ -138,15 +144,34 @@ class SessionFactory:
             task_ids={r.name: r.task_id for r in compiled.ops})
         return types, device, costs
 
-    def session(self, model: onnx.ModelProto, name: str) -> ort.InferenceSession:
-        """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`."""
+    def session(self, model: onnx.ModelProto, name: str, *, blocked: bool = False
+                ) -> ort.InferenceSession:
+        """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`.
+
+        ``blocked``: keep float16-emulation Cast pairs in onnxruntime's NCHWc layout
+        (:mod:`geplug_simulator.blocked`; outputs bit-identical) when the model has any."""
         model = loadable_by_onnxruntime(model)
         spin = self.runtime is not None and self.runtime.spin_policy().spin
+        data = model.SerializeToString()
+        options = session_options(self.threads, spin)
+        if blocked and len(data) < BLOCKED_MAX_BYTES and worth_trying(model):
+            with tempfile.TemporaryDirectory(prefix="geplug_sim_") as tmp:
+                options.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
+                session = self._create(data, options, name)
+                edited = keep_blocked(onnx.load(options.optimized_model_filepath))
+            if edited is None:
+                return session
+            options = session_options(self.threads, spin)
+            # the edited graph is onnxruntime's own optimised one: optimising it again could
+            # only undo the edit
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            return self._create(edited.SerializeToString(), options, name)
+        return self._create(data, options, name)
+
+    def _create(self, data: bytes, options: ort.SessionOptions, name: str
+                ) -> ort.InferenceSession:
         try:
-            return ort.InferenceSession(
-                model.SerializeToString(), session_options(self.threads, spin),
-                providers=["CPUExecutionProvider"],
-            )
+            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             node = _node_of(text).split("::")[0]
@@ -309,7 +334,7 @@ class SimRuntime:
         infos = device_infos(imported, opt)
         decisions = tuple(decide(infos, system.product, system.config))
         rewritten = rewrite(imported, decisions)
-        session = factory.session(rewritten.model, imported.name)
+        session = factory.session(rewritten.model, imported.name, blocked=True)
         device = self.device_model(imported, opt, decisions, fusion=fusion)
         costs, specs, records = self._tasks(imported, device, decisions, rewritten)
         kernel_files = write_kernel_meta(system.product, system.config, specs)

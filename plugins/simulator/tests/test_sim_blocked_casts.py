@@ -1,0 +1,106 @@
+"""float16 emulation around Convs stays in onnxruntime's blocked (NCHWc) layout without
+changing a bit (geplug_simulator/blocked.py)."""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from geplug_simulator import netbuild as nb
+from geplug_simulator.blocked import NCHWC, keep_blocked
+from geplug_simulator.runtime import loadable_by_onnxruntime, session_options
+from onnx import TensorProto, helper, numpy_helper
+
+import geplug
+
+pytestmark = pytest.mark.requires_products("atlas_a2")
+
+
+def _optimized(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnxruntime's own optimisation of ``model`` at the simulator's level."""
+    so = session_options(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        so.optimized_model_filepath = str(Path(tmp) / "opt.onnx")
+        ort.InferenceSession(loadable_by_onnxruntime(model).SerializeToString(), so,
+                             providers=["CPUExecutionProvider"])
+        optimized = onnx.load(so.optimized_model_filepath)
+    if not any(n.domain == NCHWC for n in optimized.graph.node):
+        pytest.skip("onnxruntime uses no NCHWc layout on this CPU")
+    return optimized
+
+
+def _reorder_inputs(model: onnx.ModelProto) -> int:
+    return sum(n.op_type == "ReorderInput" for n in model.graph.node)
+
+
+def _compiled_and_reference(model: onnx.ModelProto, mode: str, feeds: list[dict]
+                            ) -> tuple[list[dict], list[list[np.ndarray]], onnx.ModelProto]:
+    """The simulator's outputs for each of ``feeds`` and those of a plain session of the same
+    rewritten graph (no edit), plus that graph."""
+    with geplug.initialize_system("atlas_a2", {"precision_mode": mode}) as system:
+        compiled = system.compile(model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the overflow feeds warn, as they should
+            ours = [dict(compiled.run(f)) for f in feeds]
+        rewritten = compiled.rewritten.model
+    reference = ort.InferenceSession(loadable_by_onnxruntime(rewritten).SerializeToString(),
+                                     session_options(1), providers=["CPUExecutionProvider"])
+    return ours, [reference.run(list(o), f) for o, f in zip(ours, feeds, strict=True)], rewritten
+
+
+@pytest.mark.parametrize("mode", ["allow_fp32_to_fp16", "allow_mix_precision_bf16"])
+def test_mobilenet_casts_stay_blocked_and_outputs_are_bit_identical_overflow_included(
+        mode: str) -> None:
+    model = nb.mobilenet_v2(batch=1, res=32)
+    x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    feeds = [{"x": x}, {"x": x * 1e5}]  # the second overflows float16
+    ours, reference, rewritten = _compiled_and_reference(model, mode, feeds)
+    optimized = _optimized(rewritten)
+    edited = keep_blocked(optimized)
+    assert edited is not None and _reorder_inputs(optimized) > 40
+    assert _reorder_inputs(edited) == 0  # every Conv reads its producer's blocked tensor
+    if mode == "allow_fp32_to_fp16":
+        assert not np.isfinite(reference[1][0]).all()
+    for got, want in zip(ours, reference, strict=True):
+        for (name, value), expected in zip(got.items(), want, strict=True):
+            assert value.tobytes() == expected.tobytes(), name
+
+
+def _conv_chain(channels: int) -> onnx.ModelProto:
+    """Conv (8 -> 8 channels) -> Conv (8 -> ``channels``) -> Conv (-> 8), positive weights:
+    an input that overflows float16 in the first Conv gives +inf, never inf - inf = NaN."""
+    rng = np.random.default_rng(0)
+    shapes = {"w1": (8, 8, 3, 3), "w2": (channels, 8, 3, 3), "w3": (8, channels, 3, 3)}
+    inits = [numpy_helper.from_array(np.abs(rng.standard_normal(shape)).astype(np.float32), k)
+             for k, shape in shapes.items()]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c2", "w3"], ["y"], name="conv3", pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(
+        nodes, "conv_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(("channels", "blocked"), [(12, False), (16, True)])
+def test_only_a_tensor_without_padded_channels_stays_blocked_bits_unchanged(
+        channels: int, blocked: bool) -> None:
+    """12 channels are no multiple of any NCHWc block (8 or 16). After conv1 overflows, conv2's
+    padded output channels hold inf * 0 = NaN, which conv3 would read (NaN * 0 = NaN) were
+    that tensor kept blocked; ReorderInput resets them to 0, so its reorders stay."""
+    model = _conv_chain(channels)
+    x = np.abs(np.random.default_rng(2).standard_normal((1, 8, 8, 8))).astype(np.float32)
+    feeds = [{"x": x}, {"x": x * 1e4}]
+    ours, reference, rewritten = _compiled_and_reference(model, "allow_fp32_to_fp16", feeds)
+    optimized = _optimized(rewritten)
+    edited = keep_blocked(optimized)
+    assert edited is not None  # conv1's 8 channels are unpadded
+    assert _reorder_inputs(edited) == _reorder_inputs(optimized) - (2 if blocked else 1)
+    assert np.isposinf(reference[1][0]).all()
+    for got, want in zip(ours, reference, strict=True):
+        assert got["y"].tobytes() == want[0].tobytes()
