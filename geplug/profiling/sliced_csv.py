@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import IO
 
 from geplug.profiling.layout import mkstemp_near
+from geplug.profiling.textfill import Pieces, write_pieces
 
 __all__ = ["SLICE_ROWS", "SlicedCsv", "slice_name"]
 
@@ -71,8 +72,9 @@ class SlicedCsv:
         self._fh.write(self.header)
         self._rows = 0
 
-    def write_rows(self, n: int, text: Callable[[int, int], str]) -> None:
-        """Write ``n`` rows; ``text(lo, hi)`` returns the lines of rows ``lo``..``hi - 1``."""
+    def write_rows(self, n: int, text: Callable[[int, int], str | Pieces]) -> None:
+        """Write ``n`` rows; ``text(lo, hi)`` returns the lines of rows ``lo``..``hi - 1``
+        (a str, or UTF-8 pieces: :func:`~geplug.profiling.textfill.write_pieces`)."""
         lo = 0
         while lo < n:
             if self._rows >= self.slice_rows:
@@ -81,7 +83,11 @@ class SlicedCsv:
                 self._open()
             hi = min(n, lo + self.slice_rows - self._rows)
             assert self._fh is not None
-            self._fh.write(text(lo, hi))
+            lines = text(lo, hi)
+            if isinstance(lines, str):
+                self._fh.write(lines)
+            else:
+                write_pieces(self._fh, lines)
             self._rows += hi - lo
             self.rows += hi - lo
             lo = hi

@@ -34,6 +34,7 @@ from geplug.profiling.pmu import PmuModel, TaskWork
 from geplug.profiling.sliced_csv import SlicedCsv
 from geplug.profiling.task_collector import OpSig, TaskRow
 from geplug.profiling.task_templates import TemplateRows
+from geplug.profiling.textfill import BlockFormatter, write_pieces
 from geplug.profiling.timeline import PIDS, TimelineWriter
 
 if TYPE_CHECKING:
@@ -175,12 +176,10 @@ SUB_CHUNK = 8192
 """Task records formatted per block (bounds the text and value lists held at once)."""
 
 
-def _fill(templates: list[str], idx: np.ndarray, vals: np.ndarray) -> str:
-    """Row ``i`` is ``templates[idx[i]]`` filled with ``vals[i]``: one %-formatting of the
-    whole block (C speed; no Python work per row)."""
-    rows = idx.tolist()
-    fmt = "".join(itemgetter(*rows)(templates)) if len(rows) > 1 else templates[rows[0]]
-    return fmt % tuple(vals.ravel().tolist())
+def _starts_in(starts: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The segment starts of rows ``lo``..``hi - 1``, relative to ``lo`` (from 0)."""
+    inner = starts[(starts > lo) & (starts < hi)] - lo
+    return np.concatenate(([0], inner))
 
 
 class _SigAgg:
@@ -309,6 +308,9 @@ class TaskPass:
         self._compute_parts: list[np.ndarray] = []
         self._sum_keys: dict[int, tuple[int, int]] = {}
         self._sum_templates: list[str] = []
+        self._fmt_sum = BlockFormatter(self._sum_templates)
+        self._fmt_tt = BlockFormatter([])
+        self._fmt_tl = BlockFormatter([])
         self._agg = _SigAgg()
         if self.timeline is not None:
             self.timeline.ensure_launch_thread(LAUNCH_TID)
@@ -345,6 +347,9 @@ class TaskPass:
             if info is not None:
                 if self.db is not None:
                     self.db.add_task_sig(sig, info.db_sig)
+                if self._text:
+                    self._fmt_tl.put(sig, info.events)
+                    self._fmt_tt.put(sig, info.task_time)
                 key = (info.pid, info.tid)
                 if self.timeline is not None and self._text and key not in self._streams \
                         and (self.hccl or not info.comm):
@@ -399,17 +404,16 @@ class TaskPass:
         if self._text:
             self._agg.add(sig, d, top)
             tidx = self._summary_keys(sig, d, kid, comm)
+            starts = np.concatenate(([0], np.flatnonzero(step[1:] != step[:-1]) + 1))
             if self.summary is not None:
                 vals = np.column_stack((st // 1000, st % 1000, d // 1000, d % 1000,
                                         wait // 1000, wait % 1000))
-                templates = self._sum_templates
-                self.summary.write_rows(n, lambda lo, hi: _fill(templates, tidx[lo:hi],
-                                                                vals[lo:hi]))
+                self.summary.write_rows(n, lambda lo, hi: self._fmt_sum.pieces(
+                    tidx[lo:hi], vals[lo:hi], _starts_in(starts, lo, hi)))
             if self.task_time is not None:
                 vals = np.column_stack((d // 1000, d % 1000, st // 1000, st % 1000,
                                         end // 1000, end % 1000))
-                self.task_time.write(_fill([i.task_time if i else "" for i in self._list()],
-                                           sig, vals))
+                write_pieces(self.task_time, self._fmt_tt.pieces(sig, vals, starts))
             if self.timeline is not None:
                 cyc = (d * cyc_of[sig]).astype(np.int64)
                 sw, sf, dw, df = st // 1000, st % 1000, d // 1000, d % 1000
@@ -417,8 +421,8 @@ class TaskPass:
                 vals = np.column_stack((sw, sf, dw, df, dw, df, gid, d // 1000000,
                                         d % 1000000, cyc, step, lw, lf, nw, nf, gid, gid, lw,
                                         lf, gid, sw, sf))
-                block = _fill([i.events if i else "" for i in self._list()], sig, vals)
-                self.timeline.raw_block(block, int(events_of[sig].sum()))
+                self.timeline.raw_pieces(self._fmt_tl.pieces(sig, vals, starts),
+                                         int(events_of[sig].sum()))
             for out, rows in self.static:
                 lines = [self._static_line(out, rows, u) for u in range(top)]
                 out.write("".join(itemgetter(*sig.tolist())(lines)) if n > 1
@@ -452,11 +456,6 @@ class TaskPass:
                 row = TaskRow(info.op, int(step[i]), int(st[i]), int(d[i]), int(wait[i]))
                 for callback in self.extra:
                     callback(row)
-
-    def _list(self) -> list[_Sig | None]:
-        """The signatures seen, indexed by signature number (None for a gap)."""
-        top = max(self._infos) + 1 if self._infos else 0
-        return [self._infos.get(i) for i in range(top)]
 
     def _static_line(self, out: IO[str], rows: Callable[[TaskRow], list[str] | None],
                      sig: int) -> str:

@@ -11,10 +11,12 @@ and one counter process per sampled item.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from geplug.config.rank import WORLD_GROUP
 from geplug.profiling.layout import fmt_ns, us_to_ns
+from geplug.profiling.textfill import BlockFormatter, write_pieces
 
 if TYPE_CHECKING:
     from geplug.profiling.task_collector import TaskRow
@@ -58,21 +60,36 @@ class TimelineWriter:
         self.fh.write(text)
         self.count += count
 
+    def raw_pieces(self, pieces: Iterable[Any], count: int) -> None:
+        """Append ``count`` already-encoded events given as UTF-8 pieces (bytes or buffers,
+        :mod:`~geplug.profiling.textfill`), each event starting with ``,\\n``."""
+        write_pieces(self.fh, self._lead(pieces))
+        self.count += count
+
+    def _lead(self, pieces: Iterable[Any]) -> Iterator[Any]:
+        """``pieces``, the first event of the file without its leading comma."""
+        for piece in pieces:
+            if self._first and len(piece):
+                piece = b"\n" + bytes(piece[2:])
+                self._first = False
+            yield piece
+
     def spans(self, process: str, tid: int, thread: str, name: str, starts: Any,
               ends: Any, block: int = 65536) -> None:
         """Complete events ``name`` from integer-ns ``starts`` / ``ends`` arrays (numpy),
-        formatted a block at a time."""
+        formatted a block at a time by numpy (:mod:`~geplug.profiling.textfill`)."""
         import numpy as np
 
         pid = self._pid(process)
         self._tid(pid, tid, thread)
         one = (',\n{"ph":"X","name":' + self._dumps(name).replace("%", "%%") + ',"pid":' +
                str(pid) + ',"tid":' + str(tid) + ',"ts":"%d.%03d","dur":%d.%03d}')
+        fmt = BlockFormatter([one])
         for lo in range(0, len(starts), block):
             s = np.asarray(starts[lo:lo + block], dtype=np.int64)
             d = np.asarray(ends[lo:lo + block], dtype=np.int64) - s
             vals = np.column_stack((s // 1000, s % 1000, d // 1000, d % 1000))
-            self.raw_block((one * len(s)) % tuple(vals.ravel().tolist()), len(s))
+            self.raw_pieces(fmt.pieces(np.zeros(len(s), dtype=np.int64), vals), len(s))
 
     def ensure_stream(self, pid: int, tid: int, comm: bool) -> None:
         """The process and thread metadata of a kernel track (one track per stream)."""
