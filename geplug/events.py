@@ -245,6 +245,10 @@ class ApiCall:
     level: str = "runtime"
     start_us: float
     duration_us: float
+    copy: tuple[str, int] | None = None
+    """A host<->device copy: its direction (``H2D`` or ``D2H``) and bytes. The device runs
+    it as a ``MEMCPY_ASYNC`` task on the copy stream for the call's duration
+    (:mod:`geplug.profiling.memcpy`); None for any other call."""
 
 
 @attrs.frozen(kw_only=True)
@@ -342,9 +346,11 @@ class StepTasksEvent:
     """Whole-step record: the step's begin, µs after ``run.time_base_us``."""
     end_us: float | None = None
     """Whole-step record: the step's end, µs after ``run.time_base_us``."""
-    calls: tuple[tuple[str, float, float], ...] = ()
+    calls: tuple[tuple[Any, ...], ...] = ()
     """Whole-step record: the step's host runtime API calls (name, start µs after
-    ``run.time_base_us``, duration µs), as :class:`ApiCall` at level ``runtime`` would say."""
+    ``run.time_base_us``, duration µs), as :class:`ApiCall` at level ``runtime`` would say;
+    a host<->device copy adds its direction and bytes (``ApiCall.copy``) as two more
+    fields."""
 
 
 def expand_tasks(event: StepTasksEvent) -> Iterable[TaskEvent]:

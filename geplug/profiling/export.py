@@ -37,6 +37,7 @@ from geplug.profiling.layout import (
     us_to_ns,
     write_json,
 )
+from geplug.profiling.memcpy import write_copies
 from geplug.profiling.memory_records import write_memory
 from geplug.profiling.msprof_db import API_TYPES, MSTX_EVENT_TYPES, MsprofDb
 from geplug.profiling.pmu import PmuModel, pmu_columns
@@ -138,6 +139,7 @@ def export(session: ProfilingSession) -> list[str]:
                 tasks.static.append((l2_csv.handle, lambda t: l2.row(session.device_id, t, mode)
                                      if l2.wants(t) else None))
             tasks.run()
+            _copies(session, db, timeline, tasks)
             overlap.write_track(timeline, tasks.compute, tasks.comm)
             _api(session, db, timeline)
             if session.markers is not None:
@@ -236,6 +238,7 @@ def _write_db(session: ProfilingSession, db_path: str, pmu: PmuModel | None,
         tasks = TaskPass(session, summary=None, task_time=None, timeline=None, db=db, pmu=pmu,
                          pmu_cols=pmu_cols)
         tasks.run()
+        _copies(session, db, None, tasks)
         _api(session, db, None)
         if session.markers is not None:
             _markers(session, db, None)
@@ -264,6 +267,18 @@ def _api(session: ProfilingSession, db: MsprofDb | None,
                 api_rows = []
     if db is not None:
         db.add_api_rows(api_rows)
+
+
+def _copies(session: ProfilingSession, db: MsprofDb | None, timeline: TimelineWriter | None,
+            tasks: TaskPass) -> None:
+    """The host<->device copies (MEMCPY_ASYNC tasks after every other task's globalTaskId);
+    the session's device time span then covers them too."""
+    write_copies(session.copies, first_gid=tasks.count, device_id=session.device_id,
+                 pid=session.pid, db=db, timeline=timeline)
+    span = session.copies.span()
+    if span is not None:
+        tasks.first_ns = span[0] if tasks.first_ns is None else min(tasks.first_ns, span[0])
+        tasks.last_ns = max(tasks.last_ns, span[1])
 
 
 def _finish_db(session: ProfilingSession, db: MsprofDb, tasks: TaskPass) -> None:

@@ -33,6 +33,7 @@ from geplug.profiling.layout import mkstemp_near
 __all__ = [
     "API_TYPES",
     "HCCL_DATA_TYPES",
+    "MEMCPY_OPERATIONS",
     "MSTX_EVENT_TYPES",
     "SCHEMA",
     "SCHEMA_VERSION",
@@ -119,9 +120,10 @@ _TRANSPORT_TYPES = {"SDMA": 0, "RDMA": 1, "LOCAL": 2, "RESERVED": 255, "N/A": 65
 _RDMA_TYPES = {"RDMA_SEND_NOTIFY": 0, "RDMA_SEND_PAYLOAD": 1, "RESERVED": 255, "N/A": 65534,
                "INVALID_TYPE": 65535}
 MSTX_EVENT_TYPES = {"marker": 0, "push/pop": 1, "start/end": 2, "marker_ex": 3}
-_MEMCPY = {"host to host": 0, "host to device": 1, "device to host": 2,
+MEMCPY_OPERATIONS = {"host to host": 0, "host to device": 1, "device to host": 2,
            "device to device": 3, "managed memory": 4, "addr device to device": 5,
            "host to device ex": 6, "device to host ex": 7, "other": 65535}
+"""``ENUM_MEMCPY_OPERATION``: a copy's direction -> id (``MEMCPY_INFO.memcpyOperation``)."""
 MODULES = {name: i for i, name in enumerate((
     "SLOG", "IDEDD", "SCC", "HCCL", "FMK", "CCU", "DVPP", "RUNTIME", "CCE", "HDC", "DRV",
     "NET"))}
@@ -144,7 +146,7 @@ _ENUMS = {
     "ENUM_HCCL_TRANSPORT_TYPE": _TRANSPORT_TYPES,
     "ENUM_HCCL_RDMA_TYPE": _RDMA_TYPES,
     "ENUM_MSTX_EVENT_TYPE": MSTX_EVENT_TYPES,
-    "ENUM_MEMCPY_OPERATION": _MEMCPY,
+    "ENUM_MEMCPY_OPERATION": MEMCPY_OPERATIONS,
 }
 _INDEXES = (
     "CREATE INDEX TaskIndex ON TASK (startNs, globalTaskId)",
@@ -344,6 +346,11 @@ class MsprofDb:
     def add_steps(self, rows: Iterable[tuple[int, int, int]]) -> None:
         """STEP_TIME rows: (step id, startNs, endNs)."""
         self._rows("STEP_TIME", rows, 3)
+
+    def add_memcpy(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        """MEMCPY_INFO rows: (globalTaskId of the MEMCPY_ASYNC task, size bytes,
+        ENUM_MEMCPY_OPERATION id)."""
+        self._rows("MEMCPY_INFO", rows, 3)
 
     def add_npu_mem(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """NPU_MEM rows: (type id, ddr bytes, hbm bytes, timestampNs, deviceId)."""

@@ -26,6 +26,7 @@ from geplug.profiling.hccl import CommCollector
 from geplug.profiling.host_sampler import HostSampler
 from geplug.profiling.layout import ANALYZE, OUTPUT_DIR, new_prof_name, us_to_ns, write_json
 from geplug.profiling.markers import MarkerCollector
+from geplug.profiling.memcpy import CopyLog
 from geplug.profiling.memory_records import MemoryCollector
 from geplug.profiling.options import Effective
 from geplug.profiling.rawlog import DEFAULT_SLICE_BYTES, RawLog
@@ -132,6 +133,8 @@ class ProfilingSession:
                       slice_bytes=SLICE_BYTES),
             log("op_info", ageable=False))
         self.record_tasks = eff.task_level != "off" or eff.aicpu or eff.hccl or eff.l2
+        self.copies = CopyLog()
+        """Host<->device copies (MEMCPY_ASYNC tasks), kept while tasks are recorded."""
         self._extend_task = self.tasks.tasks.extend
         self.steps = (StepTraceCollector(log("training_trace", ageable=False), eff.fp_point,
                                          eff.bp_point) if eff.training_trace else None)
@@ -300,11 +303,16 @@ class ProfilingSession:
         run_base = ev.run.time_base_us
         if whole:
             self._bound(ev.run, "begin", ev.begin_us)  # type: ignore[arg-type]
-            if self.api is not None:
-                on_values = self.api.on_values
-                for name, start, dur in ev.calls:
-                    on_values("runtime", name, run_base * 1000 + round(start * 1000)
-                              if run_base else us_to_ns(start), dur)
+            api, copies = self.api, self.copies if self.record_tasks else None
+            if api is not None or copies is not None:
+                for call in ev.calls:
+                    name, start, dur = call[:3]
+                    start_ns = (run_base * 1000 + round(start * 1000) if run_base
+                                else us_to_ns(start))
+                    if api is not None:
+                        api.on_values("runtime", name, start_ns, dur)
+                    if copies is not None and len(call) > 3:
+                        copies.add(ev.run.step, call[3], call[4], start_ns, round(dur * 1000))
         self._tasks_of_step(ev, run_base)
         if whole:
             self._bound(ev.run, "end", ev.end_us)  # type: ignore[arg-type]
@@ -375,11 +383,17 @@ class ProfilingSession:
                 sampler.advance(absolute)
 
     def on_api(self, ev: ApiCall) -> None:
-        """A host API call (its start kept as exact integer ns since the epoch)."""
-        if self.api is not None:
+        """A host API call (its start kept as exact integer ns since the epoch); a copy is
+        also a device task (:mod:`geplug.profiling.memcpy`)."""
+        copy = ev.copy if self.record_tasks else None
+        if self.api is not None or copy is not None:
             base = ev.run.time_base_us
             start_ns = base * 1000 + round(ev.start_us * 1000) if base else us_to_ns(ev.start_us)
-            self.api.on_call(ev, start_ns)
+            if self.api is not None:
+                self.api.on_call(ev, start_ns)
+            if copy is not None:
+                self.copies.add(ev.run.step, copy[0], copy[1], start_ns,
+                                round(ev.duration_us * 1000))
 
     def on_marker(self, ev: MarkerEvent) -> None:
         """A user marker."""

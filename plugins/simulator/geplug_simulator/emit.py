@@ -267,7 +267,7 @@ class StepEmitter:
         # one whole-step record when only geplug's collectors listen (and no fault can cut
         # the step short); the separate events when a third-party plugin wants them
         whole = prof and not fault and not system.manager.has_external("geplug_profile")
-        calls: list[tuple[str, float, float]] | None = [] if whole else None
+        calls: list[tuple[Any, ...]] | None = [] if whole else None
         begin = t
         if prof:
             if not whole:
@@ -316,18 +316,21 @@ class StepEmitter:
         return found
 
     def _copies(self, run: RunInfo, t: float, direction: str, arrays: Mapping[str, Any],
-                calls: list[tuple[str, float, float]] | None = None) -> float:
+                calls: list[tuple[Any, ...]] | None = None) -> float:
         """The modelled copies from ``t`` on: ApiCall events, or ``calls`` entries for a
-        whole-step record; returns the time after the last."""
+        whole-step record, each carrying its direction and bytes (a MEMCPY_ASYNC task in
+        the profile); returns the time after the last."""
         compute = run.system.product.compute
         for name, array in arrays.items():
             duration = _copy_us(array, compute)
+            nbytes = int(getattr(array, "nbytes", 0))
             if calls is not None:
-                calls.append((f"aclrtMemcpy({direction}:{name})", t, duration))
+                calls.append((f"aclrtMemcpy({direction}:{name})", t, duration, direction,
+                              nbytes))
             else:
                 self.compiled.system.emit_profile(ApiCall(
                     run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
-                    duration_us=duration))
+                    duration_us=duration, copy=(direction, nbytes)))
             t += duration
         return t
 

@@ -20,6 +20,7 @@ from geplug_simulator.emit import _overflows as overflows_of
 from geplug_simulator.emit import format_of, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
 
+from geplug.device import copy_us
 from geplug.events import ApiCall, DumpEvent, TaskEvent, TensorRecord
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class GraphEmitter:
         self._tasks: list[tuple[tuple[str, Any], ...]] | None = None
         self._tasks_factor = 1.0
         self._prefix = "gradients/" if graph.phase == "backward" else ""
+        self._copy_us: tuple[list[tuple[Any, float]], list[tuple[Any, float]]] | None = None
         self.last_overflows: list[Any] | None = None
 
     def run(self, module: Any, args: list[Any]) -> Any:
@@ -89,7 +91,10 @@ class GraphEmitter:
         if dump or targets or runtime.profilers:
             self._emit(step, values, targets)
         else:
-            runtime.clock_us = runtime.now() + self.graph.span_us * runtime.compute_factor
+            h2d, d2h = self._copy_spans()
+            runtime.clock_us = (runtime.now() + sum(d for _, d in h2d) +
+                                self.graph.span_us * runtime.compute_factor +
+                                sum(d for _, d in d2h))
         model.runs += 1
         return out
 
@@ -116,6 +121,8 @@ class GraphEmitter:
         runs = [runtime.run_info(self.model, step, s) for s in targets]
         factor = runtime.compute_factor  # a slow or varied rank: every kernel longer
         tasks = self._task_templates(factor) if runs else None
+        h2d, d2h = self._copy_spans()
+        runtime.clock_us = self._copies(runs, step, h2d, runtime.now())  # the input batch
         for r in runs:  # graph mode: the host launches the whole graph with one call
             r.system.emit_profile(ApiCall(
                 run=r, name=f"AscendCL@aclmdlExecute({self.model.name}:{self.graph.phase})",
@@ -139,9 +146,31 @@ class GraphEmitter:
                 for r in runs:
                     r.system.emit_profile(stamp(tasks[index], r, t))
             starts.append(t)
-        runtime.clock_us = t0 + self.graph.span_us * factor
+        runtime.clock_us = self._copies(runs, step, d2h, t0 + self.graph.span_us * factor)
         for prof in runtime.profilers:
             prof.record_ops(runtime, self.model, self.graph, step, starts)
+
+    def _copy_spans(self) -> tuple[list[tuple[Any, float]], list[tuple[Any, float]]]:
+        """(copy, µs) of the run's H2D and D2H copies (:mod:`geplug_torch.copies`), each at
+        the device model's copy cost for the product."""
+        if self._copy_us is None:
+            product = self.model.runtime.system.product
+            spans = [(c, copy_us(c.nbytes, product)) for c in self.graph.copies]
+            self._copy_us = ([x for x in spans if x[0].direction == "H2D"],
+                             [x for x in spans if x[0].direction == "D2H"])
+        return self._copy_us
+
+    def _copies(self, runs: list[Any], step: int, copies: list[tuple[Any, float]],
+                t: float) -> float:
+        """Send ``copies`` one after another from ``t`` (a runtime call that is also a
+        MEMCPY_ASYNC task on the copy stream); returns the time after the last."""
+        for c, dur in copies:
+            for r in runs:
+                r.system.emit_profile(ApiCall(
+                    run=r, name=f"aclrtMemcpy({c.direction}:{c.name})", start_us=t,
+                    duration_us=dur, copy=(c.direction, c.nbytes)))
+            t += dur
+        return t
 
     def _task_templates(self, factor: float = 1.0) -> list[tuple[tuple[str, Any], ...]]:
         """Each op's static task fields, its duration ``factor`` times the model's."""

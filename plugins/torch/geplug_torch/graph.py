@@ -79,6 +79,9 @@ class CompiledGraph:
     kernel_meta_files: tuple[str, ...] = ()
     """The kernel_meta files written for its tasks (``op_debug_level``, the product's
     declaration: :func:`geplug.kernel_meta.write_kernel_meta`)."""
+    copies: tuple[Any, ...] = ()
+    """The host<->device copies of each run (:class:`geplug_torch.copies.GraphCopy`): H2D
+    before its tasks, D2H after them."""
 
     @property
     def span_us(self) -> float:

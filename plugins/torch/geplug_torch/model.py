@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from geplug.events import OpRecord
+from geplug_torch.copies import graph_copies
 from geplug_torch.graph import CompiledGraph, compile_graph
 
 if TYPE_CHECKING:
@@ -25,10 +28,14 @@ class TrainingModel:
     """The compiled graphs of one dynamo graph (see the module docstring)."""
 
     def __init__(self, runtime: TorchRuntime, *, dynamic_shape: bool = False,
-                 parameters: tuple[int, ...] = (), register: bool = True) -> None:
+                 parameters: tuple[int, ...] = (), host_inputs: tuple[int, ...] = (),
+                 register: bool = True) -> None:
         self.runtime = runtime
         self.parameters = parameters
         """Positions of the dynamo graph's inputs that are parameters (``nn.Parameter``)."""
+        self.host_inputs = host_inputs
+        """Positions of the dynamo graph's inputs copied from the host on every forward (the
+        input batch: :func:`geplug_torch.copies.host_input_positions`)."""
         self.model_id = runtime.system.next_model_id()
         self.name = f"graph_{self.model_id}"
         self.dynamic_shape = dynamic_shape
@@ -63,6 +70,7 @@ class TrainingModel:
         cg = compile_graph(gm, system=self.runtime.system, phase=phase, graph_name=self.name,
                            name_prefix="gradients/" if phase == "backward" else "",
                            weights=self._weights(gm))
+        cg = attrs.evolve(cg, copies=graph_copies(gm, phase, self.host_inputs))
         self.graphs[phase] = cg
         emitter = GraphEmitter(self, cg)
         module = cg.module

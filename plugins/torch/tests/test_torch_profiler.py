@@ -164,7 +164,7 @@ def test_database_links_every_torch_op_to_the_kernel_it_launched(collected):
         "JOIN TASK t ON t.connectionId = c.connectionId "
         "JOIN COMPUTE_TASK_INFO i ON i.globalTaskId = t.globalTaskId "
         "JOIN STRING_IDS k ON k.id = i.name").fetchall()
-    (tasks,) = con.execute("SELECT COUNT(*) FROM TASK").fetchone()
+    (tasks,) = con.execute("SELECT COUNT(*) FROM COMPUTE_TASK_INFO").fetchone()
     steps = con.execute("SELECT id FROM STEP_TIME ORDER BY id").fetchall()
     con.close()
     assert len(linked) == tasks
@@ -274,3 +274,32 @@ def test_npu_module_mem_csv_is_in_torch_npus_columns(collected):
     header, rows = _mem_csv(root, "npu_module_mem.csv")
     assert header == NPU_MODULE_MEM_HEADER and {r["Component"] for r in rows} == \
         {"GE", "RUNTIME"}
+
+
+def test_input_batch_and_loss_read_back_are_memcpy_tasks_at_the_host_link_cost(collected):
+    from torch_helpers import batch
+
+    from geplug.device import STREAMS, copy_us
+
+    root, be = collected
+    con = _db(root)
+    rows = con.execute(
+        "SELECT m.size, e.name, t.endNs - t.startNs, t.streamId, s.value FROM MEMCPY_INFO m "
+        "JOIN TASK t ON t.globalTaskId = m.globalTaskId "
+        "JOIN ENUM_MEMCPY_OPERATION e ON e.id = m.memcpyOperation "
+        "JOIN STRING_IDS s ON s.id = t.taskType ORDER BY t.startNs").fetchall()
+    con.close()
+    idx, tgt = batch()
+    product = be.system.product
+    # per active step: the token ids and the targets go in, the scalar loss comes back
+    step = [(idx.nbytes, "host to device"), (tgt.nbytes, "host to device"),
+            (4, "device to host")]
+    want = [(n, d, round(copy_us(n, product) * 1000), STREAMS["copy"], "MEMCPY_ASYNC")
+            for n, d in step] * 2
+    assert rows == want
+    (model,) = be.models
+    assert [c.direction for c in model.graphs["forward"].copies] == ["H2D", "H2D", "D2H"]
+    assert not model.graphs["backward"].copies
+    with open(os.path.join(root, "ASCEND_PROFILER_OUTPUT", "trace_view.json")) as fh:
+        shown = [e for e in json.load(fh) if e.get("name") == "MEMCPY_ASYNC"]
+    assert [e["args"]["size(Byte)"] for e in shown] == [r[0] for r in rows]

@@ -1,0 +1,106 @@
+"""Host<->device copies as device tasks: ``MEMCPY_ASYNC`` on the copy stream.
+
+A backend models each host<->device copy of a step (the input batch before it, the results
+read back after it) as a host runtime call whose :class:`~geplug.events.ApiCall` carries
+``copy = (direction, bytes)`` (or a 5-field entry of a whole-step record's ``calls``). The
+device runs the copy as one ``MEMCPY_ASYNC`` task on the copy stream
+(:data:`geplug.device.schedule.STREAMS` ``copy``) for the call's duration: the product's copy
+cost (``compute.host_copy_overhead_us`` plus bytes over ``compute.host_link_gbps``).
+
+The export writes each copy as (msprof's DB schema, ``profile_data_file_references_db.md``):
+
+- a ``TASK`` row (``taskType`` = the string ``MEMCPY_ASYNC``, ``streamId`` the copy stream,
+  ``connectionId`` = ``globalTaskId``), which msprof-analyze's ``cluster_time_summary`` reads
+  as memory time (``prof_exports/cluster_time_summary_export.py``);
+- its ``MEMCPY_INFO`` row: ``globalTaskId`` (the link to ``TASK``), ``size`` (bytes) and
+  ``memcpyOperation`` (an ``ENUM_MEMCPY_OPERATION`` id: 1 host to device, 2 device to host);
+- one ``MEMCPY_ASYNC`` event on the timeline's ``Ascend Hardware`` track of the copy stream.
+
+Copies take globalTaskIds after every compute and communication task of the session, so the
+one-process export and the forked database worker number them alike.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from geplug.device.schedule import STREAMS
+from geplug.profiling.msprof_db import MEMCPY_OPERATIONS
+
+if TYPE_CHECKING:
+    from geplug.profiling.msprof_db import MsprofDb
+    from geplug.profiling.timeline import TimelineWriter
+
+__all__ = ["COPY_STREAM", "DIRECTIONS", "MEMCPY_TASK_TYPE", "CopyLog", "write_copies"]
+
+MEMCPY_TASK_TYPE = "MEMCPY_ASYNC"
+"""The task type msprof gives a memory-copy task (the value readers select on)."""
+COPY_STREAM = STREAMS["copy"]
+"""The stream every host<->device copy runs on (the device model's copy stream)."""
+DIRECTIONS = {"H2D": "host to device", "D2H": "device to host"}
+"""A copy's direction as backends name it -> its ``ENUM_MEMCPY_OPERATION`` name."""
+_OPERATION = {k: MEMCPY_OPERATIONS[v] for k, v in DIRECTIONS.items()}
+_NAME = {v: k for k, v in _OPERATION.items()}
+_WIDTH = 5
+
+
+class CopyLog:
+    """The copies of a session, flattened as integers (step, memcpyOperation id, bytes,
+    start ns since the epoch, duration ns): a few per step, so kept in memory."""
+
+    def __init__(self) -> None:
+        self._rows = array("q")
+
+    def add(self, step: int, direction: str, nbytes: int, start_ns: int, dur_ns: int) -> None:
+        """Record one copy (``direction``: a key of :data:`DIRECTIONS`)."""
+        op = _OPERATION.get(direction)
+        if op is None:
+            raise ValueError(f"copy direction {direction!r}: expected one of "
+                             f"{sorted(DIRECTIONS)} (host to device, device to host)")
+        self._rows.extend((int(step), op, int(nbytes), int(start_ns), max(1, int(dur_ns))))
+
+    def __len__(self) -> int:
+        return len(self._rows) // _WIDTH
+
+    def rows(self) -> Iterator[tuple[int, str, int, int, int]]:
+        """(step, direction key, bytes, start ns, duration ns) per copy, in record order."""
+        r = self._rows
+        for i in range(0, len(r), _WIDTH):
+            yield r[i], _NAME[r[i + 1]], r[i + 2], r[i + 3], r[i + 4]
+
+    def span(self) -> tuple[int, int] | None:
+        """(first start, last end) in ns, or None without copies."""
+        if not self._rows:
+            return None
+        starts = self._rows[3::_WIDTH]
+        ends = [s + d for s, d in zip(starts, self._rows[4::_WIDTH], strict=True)]
+        return min(starts), max(ends)
+
+
+def write_copies(log: CopyLog, *, first_gid: int, device_id: int, pid: int,
+                 db: MsprofDb | None, timeline: TimelineWriter | None) -> None:
+    """Every copy of ``log`` as TASK + MEMCPY_INFO rows (``db``) and timeline events
+    (``timeline``), globalTaskIds from ``first_gid`` (either target may be None)."""
+    if not len(log):
+        return
+    tasks: list[tuple[int, ...]] = []
+    infos: list[tuple[int, int, int]] = []
+    ttype = db.sid(MEMCPY_TASK_TYPE) if db is not None else 0
+    for i, (step, direction, nbytes, start, dur) in enumerate(log.rows()):
+        gid = first_gid + i
+        if db is not None:
+            tasks.append((start, start + dur, device_id, gid, gid, pid, ttype, 0, COPY_STREAM,
+                          gid, 4294967295))
+            infos.append((gid, nbytes, _OPERATION[direction]))
+        if timeline is not None:
+            timeline.span("Ascend Hardware", COPY_STREAM, f"Stream {COPY_STREAM}",
+                          MEMCPY_TASK_TYPE, start, start + dur, {
+                              "Task Type": MEMCPY_TASK_TYPE, "Physic Stream Id": COPY_STREAM,
+                              "Task Id": gid, "connection_id": gid, "Device Id": device_id,
+                              "size(Byte)": nbytes, "Memcpy Direction": DIRECTIONS[direction],
+                              "Step": step})
+    if db is not None:
+        db.add_tasks(tasks)
+        db.add_memcpy(infos)

@@ -1,0 +1,93 @@
+"""The host<->device copies around a compiled graph's run (torch_npu's ``.to("npu")`` of an
+input batch, ``loss.item()`` / ``.cpu()`` of a result).
+
+On a real card a training script moves each input batch to the device before the forward
+(H2D) and reads its results back after it (D2H); the parameters, buffers and everything the
+backward reads stay on the device. geplug's tensors never leave the CPU, so the copies are
+modelled at the graph boundary, from what torch.compile hands the backend:
+
+- **H2D:** each input of the dynamo graph that is not module state - its source is neither
+  a ``_parameters[...]`` nor a ``_buffers[...]`` entry, nor an ``nn.Parameter`` - is copied
+  to the device before every forward (or inference) run;
+- **D2H:** each user-visible output of the forward (AOTAutograd's ``fw_metadata``: after
+  the mutated inputs, ``num_outputs`` of them; every output of an inference graph) is read
+  back once after the run.
+
+Each copy costs what the core's device model charges a copy (:func:`geplug.device.copy_us`:
+the product's ``host_copy_overhead_us`` plus bytes over ``host_link_gbps``), runs on the
+copy stream, and is sent to the profiler as an ``aclrtMemcpy`` runtime call carrying its
+direction and bytes (a ``MEMCPY_ASYNC`` task: :mod:`geplug.profiling.memcpy`). A backward
+graph has no copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+__all__ = ["GraphCopy", "graph_copies", "host_input_positions"]
+
+_STATE = ("._parameters[", "._buffers[")
+
+
+@attrs.frozen
+class GraphCopy:
+    """One copy of a graph run: ``direction`` ``H2D`` (before) or ``D2H`` (after)."""
+
+    direction: str
+    name: str
+    nbytes: int
+
+
+def host_input_positions(gm: Any, example_inputs: Sequence[Any]) -> tuple[int, ...]:
+    """Positions of the dynamo graph's inputs fed from the host on each call (not module
+    state): the input batch and other per-call tensors."""
+    import torch
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    found = []
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs, strict=False)):
+        if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
+            continue
+        grapharg = node.meta.get("grapharg")
+        source = getattr(getattr(grapharg, "source", None), "name", "")
+        if not isinstance(source, str) or any(s in source for s in _STATE):
+            continue
+        found.append(i)
+    return tuple(found)
+
+
+def _nbytes(node: Any) -> int:
+    val = node.meta.get("val") if hasattr(node, "meta") else None
+    if val is None or not hasattr(val, "element_size"):
+        return 0
+    return int(val.numel()) * int(val.element_size())
+
+
+def graph_copies(gm: Any, phase: str, host_inputs: Sequence[int]) -> tuple[GraphCopy, ...]:
+    """The copies of one run of ``gm`` (an AOTAutograd graph of ``phase``; see the module
+    docstring). ``host_inputs``: :func:`host_input_positions` of its dynamo graph."""
+    if phase not in ("forward", "inference"):
+        return ()
+    names = {f"primals_{i + 1}" for i in host_inputs} | {f"arg{i}_1" for i in host_inputs}
+    copies = [GraphCopy("H2D", n.name, _nbytes(n)) for n in gm.graph.nodes
+              if n.op == "placeholder" and n.name in names]
+    out_node = next((n for n in gm.graph.nodes if n.op == "output"), None)
+    outs = list(out_node.args[0]) if out_node is not None and out_node.args else []
+    first, count = 0, len(outs)
+    if phase == "forward":
+        import torch
+
+        ctx = torch._guards.TracingContext.try_get()
+        meta = getattr(ctx, "fw_metadata", None)
+        if meta is None:
+            count = 0  # which outputs the user sees is unknown: no read-back modelled
+        else:
+            first = int(meta.num_mutated_inp_runtime_indices)
+            count = int(meta.num_outputs)
+    for node in outs[first:first + count]:
+        if hasattr(node, "meta") and _nbytes(node):
+            copies.append(GraphCopy("D2H", node.name, _nbytes(node)))
+    return tuple(copies)
