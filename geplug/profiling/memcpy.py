@@ -4,8 +4,10 @@ A backend models each host<->device copy of a step (the input batch before it, t
 read back after it) as a host runtime call whose :class:`~geplug.events.ApiCall` carries
 ``copy = (direction, bytes)`` (or a 5-field entry of a whole-step record's ``calls``). The
 device runs the copy as one ``MEMCPY_ASYNC`` task on the copy stream
-(:data:`geplug.device.schedule.STREAMS` ``copy``) for the call's duration: the product's copy
-cost (``compute.host_copy_overhead_us`` plus bytes over ``compute.host_link_gbps``).
+(:data:`geplug.device.schedule.STREAMS` ``copy``) lasting the device model's copy cost
+(:func:`geplug.device.copy_us`: ``compute.host_copy_overhead_us`` plus bytes over
+``compute.host_link_gbps``) and ending with the call, which waits for it (a call longer than
+the copy spent the rest issuing it; the ONNX simulator's calls last exactly the copy).
 
 The export writes each copy as (msprof's DB schema, ``profile_data_file_references_db.md``):
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from geplug.device import copy_us
 from geplug.profiling import storage
 from geplug.profiling.api_collector import ApiCollector
 from geplug.profiling.device_samplers import SAMPLER_ITEMS, WindowSampler
@@ -312,7 +313,7 @@ class ProfilingSession:
                     if api is not None:
                         api.on_values("runtime", name, start_ns, dur)
                     if copies is not None and len(call) > 3:
-                        copies.add(ev.run.step, call[3], call[4], start_ns, round(dur * 1000))
+                        self._copy(ev.run.step, call[3], call[4], start_ns, dur)
         self._tasks_of_step(ev, run_base)
         if whole:
             self._bound(ev.run, "end", ev.end_us)  # type: ignore[arg-type]
@@ -392,8 +393,16 @@ class ProfilingSession:
             if self.api is not None:
                 self.api.on_call(ev, start_ns)
             if copy is not None:
-                self.copies.add(ev.run.step, copy[0], copy[1], start_ns,
-                                round(ev.duration_us * 1000))
+                self._copy(ev.run.step, copy[0], copy[1], start_ns, ev.duration_us)
+
+    def _copy(self, step: int, direction: str, nbytes: int, start_ns: int,
+              call_us: float) -> None:
+        """A copy's device task: the device model's copy cost (``copy_us``: the product's
+        fixed cost plus bytes over its host link), ending with the host call that waits for
+        it; a call longer than that spent the rest issuing it."""
+        end_ns = start_ns + round(call_us * 1000)
+        dur_ns = min(round(copy_us(nbytes, self.product) * 1000), end_ns - start_ns)
+        self.copies.add(step, direction, nbytes, end_ns - dur_ns, dur_ns)
 
     def on_marker(self, ev: MarkerEvent) -> None:
         """A user marker."""

@@ -9,15 +9,23 @@ modelled at the graph boundary, from what torch.compile hands the backend:
 - **H2D:** each input of the dynamo graph that is not module state - its source is neither
   a ``_parameters[...]`` nor a ``_buffers[...]`` entry, nor an ``nn.Parameter`` - is copied
   to the device before every forward (or inference) run;
-- **D2H:** each user-visible output of the forward (AOTAutograd's ``fw_metadata``: after
-  the mutated inputs, ``num_outputs`` of them; every output of an inference graph) is read
-  back once after the run.
+- **D2H:** the results read back once after each run: every output of an inference graph
+  (what a serving loop returns), and each *scalar* user-visible output of a training
+  forward (AOTAutograd's ``fw_metadata``: after the mutated inputs, ``num_outputs`` of
+  them), the loss a training loop logs with ``loss.item()``. A training forward's tensor
+  results (logits, the activations of DDP's split graphs) stay on the device, where the
+  next graph or the eager loss reads them.
 
-Each copy costs what the core's device model charges a copy (:func:`geplug.device.copy_us`:
-the product's ``host_copy_overhead_us`` plus bytes over ``host_link_gbps``), runs on the
-copy stream, and is sent to the profiler as an ``aclrtMemcpy`` runtime call carrying its
-direction and bytes (a ``MEMCPY_ASYNC`` task: :mod:`geplug.profiling.memcpy`). A backward
-graph has no copies.
+This is a model of a typical script, not an observation: geplug cannot see whether a script
+calls ``.item()``; a script that never reads its loss shows one copy too many per step, and
+a script that copies other tensors (``.cpu()`` of logits in training) shows too few.
+
+Each copy is a synchronous ``aclrtMemcpy`` runtime call: the host issues it (the product's
+``launch_overhead_us``, as for any task), then waits for the device's ``MEMCPY_ASYNC`` task
+on the copy stream, which costs what the core's device model charges a copy
+(:func:`geplug.device.copy_us`: the product's ``host_copy_overhead_us`` plus bytes over
+``host_link_gbps``; :mod:`geplug.profiling.memcpy`). The device clock advances by both. A
+backward graph has no copies.
 """
 
 from __future__ import annotations
@@ -53,7 +61,8 @@ def host_input_positions(gm: Any, example_inputs: Sequence[Any]) -> tuple[int, .
             continue
         grapharg = node.meta.get("grapharg")
         source = getattr(getattr(grapharg, "source", None), "name", "")
-        if not isinstance(source, str) or any(s in source for s in _STATE):
+        # no source: an intermediate of a split graph (DDP's buckets), already on the device
+        if not isinstance(source, str) or not source or any(s in source for s in _STATE):
             continue
         found.append(i)
     return tuple(found)
@@ -88,6 +97,10 @@ def graph_copies(gm: Any, phase: str, host_inputs: Sequence[int]) -> tuple[Graph
             first = int(meta.num_mutated_inp_runtime_indices)
             count = int(meta.num_outputs)
     for node in outs[first:first + count]:
-        if hasattr(node, "meta") and _nbytes(node):
-            copies.append(GraphCopy("D2H", node.name, _nbytes(node)))
+        val = node.meta.get("val") if hasattr(node, "meta") else None
+        if val is None or not _nbytes(node):
+            continue
+        if phase == "forward" and getattr(val, "dim", lambda: 1)() != 0:
+            continue  # a training forward's tensor result stays on the device
+        copies.append(GraphCopy("D2H", node.name, _nbytes(node)))
     return tuple(copies)

@@ -7,7 +7,9 @@ interpreter that keeps each op's inputs and outputs, and one ``DumpEvent`` per o
 them in the device dtype. While profiling, each op becomes a ``TaskEvent`` on the runtime's
 shared device clock (the static fields are built once per graph); the graph itself is
 launched by one ``AscendCL@aclmdlExecute`` API call on the CANN track (graph mode: GE runs
-the whole graph from one host call), modelled as one task launch overhead long.
+the whole graph from one host call), modelled as one task launch overhead long. The input
+batch's copies to the device come before it and the read-back of its results after it
+(:mod:`geplug_torch.copies`), on the device clock too.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class GraphEmitter:
         factor = runtime.compute_factor  # a slow or varied rank: every kernel longer
         tasks = self._task_templates(factor) if runs else None
         h2d, d2h = self._copy_spans()
-        runtime.clock_us = self._copies(runs, step, h2d, runtime.now())  # the input batch
+        runtime.clock_us = self._copies(runs, h2d, runtime.now())  # the input batch
         for r in runs:  # graph mode: the host launches the whole graph with one call
             r.system.emit_profile(ApiCall(
                 run=r, name=f"AscendCL@aclmdlExecute({self.model.name}:{self.graph.phase})",
@@ -146,24 +148,26 @@ class GraphEmitter:
                 for r in runs:
                     r.system.emit_profile(stamp(tasks[index], r, t))
             starts.append(t)
-        runtime.clock_us = self._copies(runs, step, d2h, t0 + self.graph.span_us * factor)
+        runtime.clock_us = self._copies(runs, d2h, t0 + self.graph.span_us * factor)
         for prof in runtime.profilers:
             prof.record_ops(runtime, self.model, self.graph, step, starts)
 
     def _copy_spans(self) -> tuple[list[tuple[Any, float]], list[tuple[Any, float]]]:
-        """(copy, µs) of the run's H2D and D2H copies (:mod:`geplug_torch.copies`), each at
-        the device model's copy cost for the product."""
+        """(copy, µs of its host call) of the run's H2D and D2H copies
+        (:mod:`geplug_torch.copies`): the host issues the copy (the product's
+        ``launch_overhead_us``), then waits for the device's copy task (the device model's
+        copy cost)."""
         if self._copy_us is None:
             product = self.model.runtime.system.product
-            spans = [(c, copy_us(c.nbytes, product)) for c in self.graph.copies]
+            issue = product.compute.launch_overhead_us
+            spans = [(c, issue + copy_us(c.nbytes, product)) for c in self.graph.copies]
             self._copy_us = ([x for x in spans if x[0].direction == "H2D"],
                              [x for x in spans if x[0].direction == "D2H"])
         return self._copy_us
 
-    def _copies(self, runs: list[Any], step: int, copies: list[tuple[Any, float]],
-                t: float) -> float:
-        """Send ``copies`` one after another from ``t`` (a runtime call that is also a
-        MEMCPY_ASYNC task on the copy stream); returns the time after the last."""
+    def _copies(self, runs: list[Any], copies: list[tuple[Any, float]], t: float) -> float:
+        """Send ``copies`` one after another from ``t`` (a runtime call whose device part is
+        a MEMCPY_ASYNC task on the copy stream); returns the time after the last."""
         for c, dur in copies:
             for r in runs:
                 r.system.emit_profile(ApiCall(

@@ -434,3 +434,50 @@ def test_a_rank_that_never_reaches_a_collective_ends_with_hccls_exec_timeout(tmp
     assert ("EI0002: The wait execution of the Notify register times out. Reason: The Notify "
             "register has not received the Notify record from remote rank [1]") in done.stderr
     assert re.search(r"rank 0 waited 2\.\d s \(waited\) > HCCL_EXEC_TIMEOUT 2 s", done.stderr)
+
+
+@pytest.fixture(scope="module")
+def time_summary(runs: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+                 ) -> list[dict[str, object]]:
+    """``msprof-analyze cluster -m cluster_time_summary`` over a copy of the compiled run's
+    database export (its own output directory): the ClusterTimeSummary rows."""
+    import sqlite3
+
+    prof = str(tmp_path_factory.mktemp("time_summary"))
+    for d in _ascend_pt(runs["compiled"]):
+        shutil.copytree(d, os.path.join(prof, os.path.basename(d)))
+    done = _cluster(prof, "cluster_time_summary")
+    log = done.stdout + done.stderr
+    assert "with exception" not in log, log[-2000:]
+    conn = sqlite3.connect(os.path.join(prof, "cluster_analysis_output", "cluster_analysis.db"))
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute("SELECT * FROM ClusterTimeSummary")]
+    finally:
+        conn.close()
+
+
+def test_cluster_time_summary_on_the_database_export_carries_each_ranks_times(runs,
+                                                                            time_summary):
+    import sqlite3
+
+    from geplug.device import copy_us
+
+    # the script's input batch x (16 x 32 float32) goes to the device once per step
+    h2d_us = copy_us(16 * 32 * 4, get_manager().products().get("atlas_a2"))
+    got = {(int(r["rank"]), int(r["step"])): r for r in time_summary}
+    want = {}
+    for d in _ascend_pt(runs["compiled"]):
+        conn = sqlite3.connect(_output(d, "analysis.db"))
+        try:
+            for step, computing, comm in conn.execute(
+                    "SELECT step, computing, communication FROM StepTraceTime"):
+                want[(_rank(d), int(step))] = (computing, comm)
+        finally:
+            conn.close()
+    assert set(got) == set(want) and {r for r, _ in got} == {0, 1}
+    for key, (computing, comm) in want.items():
+        row = got[key]
+        assert row["computation"] == pytest.approx(computing, abs=1e-3)
+        assert row["communication"] == pytest.approx(comm, abs=1e-3)
+        assert row["memory"] == pytest.approx(h2d_us, abs=1e-3)
