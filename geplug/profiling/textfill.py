@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
@@ -133,6 +133,21 @@ class _Spec:
         self.var_offset = np.array([j for _, wd, _ in var for j in range(wd)], dtype=np.int64)
 
 
+_EMPTY = np.zeros(0, dtype=np.intp)
+
+
+class _Plan(NamedTuple):
+    """One run's skeleton (its fixed digits written in) and its moving 3-digit chunks: the
+    value column and divisor of each, the skeleton column of each digit byte and the byte
+    of the chunk words it takes."""
+
+    skel: np.ndarray
+    fld: np.ndarray
+    div: np.ndarray
+    cols: np.ndarray
+    src: np.ndarray
+
+
 class BlockFormatter:
     """Fills rows of a growing list of %-templates (see the module docstring).
 
@@ -145,6 +160,8 @@ class BlockFormatter:
         self._parsed: list[_Parsed | None] = []
         self._minw = np.zeros((0, 0), dtype=np.int64)
         self._specs: dict[bytes, _Spec] = {}
+        self._plans: dict[bytes, tuple[np.ndarray, ...]] = {}
+        self._colmin = np.zeros(0, dtype=np.int64)
 
     def _sync(self, k: int) -> None:
         """Parse the templates added since the last call (rows of a template that cannot be
@@ -162,6 +179,7 @@ class BlockFormatter:
                 rows[i] = p.minw
         self._parsed.extend(new)
         self._minw = np.concatenate((self._minw, rows))
+        self._colmin = np.where(self._minw > 0, self._minw, 99).min(axis=0)
 
     def put(self, i: int, template: str) -> None:
         """Set template ``i`` (the list grows with empty templates as needed)."""
@@ -174,6 +192,7 @@ class BlockFormatter:
             self._parsed = self._parsed[:i]
             self._minw = self._minw[:i]
             self._specs.clear()
+            self._plans.clear()
 
     def fill(self, idx: np.ndarray, vals: np.ndarray, starts: np.ndarray | None = None) -> str:
         """Rows ``templates[idx[i]] % vals[i]`` joined; ``starts``: the first row of each
@@ -194,7 +213,20 @@ class BlockFormatter:
         if n < MIN_RUN_ROWS or k == 0 or bool((minw < 0).any()) or int(vals.min()) < 0:
             yield percent_fill(self.templates, idx, vals).encode("utf-8")
             return
-        width = self._widths(vals, minw)
+        table = self._width_table(vals)
+        if table is not None:
+            # every number's width follows from its template alone in this block (the
+            # usual case): no per-value widths, and equal template runs have equal widths
+            for a, seg, count in self._runs(idx, starts, n):
+                b = a + seg * count
+                if count < MIN_RUN_SEGMENTS or b - a < MIN_RUN_ROWS:
+                    yield percent_fill(self.templates, idx[a:b], vals[a:b]).encode("utf-8")
+                else:
+                    seg_idx = idx[a:a + seg]
+                    yield from self._render(seg_idx, vals[a:b], None, seg, count,
+                                            table[seg_idx].ravel())
+            return
+        width = self._widths(vals, minw, self._colmin)
         for a, seg, count in self._runs(idx, starts, n):
             b = a + seg * count
             if count < MIN_RUN_SEGMENTS or b - a < MIN_RUN_ROWS:
@@ -213,20 +245,33 @@ class BlockFormatter:
                         yield percent_fill(self.templates, idx[r0:r1],
                                            vals[r0:r1]).encode("utf-8")
                     else:
-                        yield from self._render(seg_idx, vals[r0:r1], w[s0:s1], seg, s1 - s0)
+                        yield from self._render(seg_idx, vals[r0:r1], None, seg, s1 - s0,
+                                                w[s0])
             else:
                 yield from self._render(seg_idx, vals[a:b], w, seg, count)
 
+    def _width_table(self, vals: np.ndarray) -> np.ndarray | None:
+        """Printed widths per template and value column when no number's width varies
+        inside the block beyond what zero padding hides; else None."""
+        lo, hi = vals.min(axis=0), vals.max(axis=0)
+        nd_lo = np.searchsorted(_POW10, lo, side="right")
+        nd_hi = np.searchsorted(_POW10, hi, side="right") + 1
+        if bool(((nd_lo + 1 != nd_hi) & (nd_hi > self._colmin)).any()):
+            return None
+        return np.where(self._minw == 0, 0, np.maximum(self._minw, nd_hi))
+
     @staticmethod
-    def _widths(vals: np.ndarray, minw: np.ndarray) -> np.ndarray:
-        """Printed width of every value (0 where the template prints nothing)."""
+    def _widths(vals: np.ndarray, minw: np.ndarray, colmin: np.ndarray) -> np.ndarray:
+        """Printed width of every value (0 where the template prints nothing); ``colmin``:
+        per value column, the narrowest zero-padded width any template gives it."""
         lo, hi = vals.min(axis=0), vals.max(axis=0)
         nd_lo = (np.searchsorted(_POW10, lo, side="right") + 1).tolist()
         nd_hi = (np.searchsorted(_POW10, hi, side="right") + 1).tolist()
         nd = np.empty(vals.shape, dtype=np.int64)
         nd[:] = nd_hi
         for c, (a, b) in enumerate(zip(nd_lo, nd_hi, strict=True)):
-            if a != b:  # a digit count that changes inside the block: count per value
+            if a != b and b > colmin[c]:  # digits that change inside the block and
+                # show (not hidden by zero padding): count per value
                 col = vals[:, c]
                 digits = np.full(len(col), a, dtype=np.int64)
                 for p in range(a, b):
@@ -245,73 +290,91 @@ class BlockFormatter:
             cut = np.flatnonzero(idx[1:] != idx[:-1]) + 1
             edges = [0, *cut.tolist(), n]
             return [(a, 1, b - a) for a, b in itertools.pairwise(edges)]
-        bounds = [*starts.tolist(), n]
+        bounds = np.append(starts, n)
+        lens = np.diff(bounds)
         runs: list[tuple[int, int, int]] = []
-        i = 0
-        nseg = len(bounds) - 1
-        while i < nseg:
-            a = bounds[i]
-            seg = bounds[i + 1] - a
-            j = i + 1
-            first = idx[a:a + seg]
-            while j < nseg and bounds[j + 1] - bounds[j] == seg and \
-                    np.array_equal(idx[bounds[j]:bounds[j + 1]], first):
-                j += 1
-            runs.append((a, seg, j - i))
-            i = j
+        cut = np.flatnonzero(lens[1:] != lens[:-1]) + 1
+        for s0, s1 in itertools.pairwise([0, *cut.tolist(), len(lens)]):
+            seg, a, m = int(lens[s0]), int(bounds[s0]), s1 - s0
+            if m == 1:
+                runs.append((a, seg, 1))
+                continue
+            segs = idx[a:a + m * seg].reshape(m, seg)
+            brk = np.flatnonzero((segs[1:] != segs[:-1]).any(axis=1)) + 1
+            for t0, t1 in itertools.pairwise([0, *brk.tolist(), m]):
+                runs.append((a + t0 * seg, seg, t1 - t0))
         return runs
 
-    def _render(self, seg_idx: np.ndarray, vals: np.ndarray, w: np.ndarray, seg: int,
-                count: int) -> Iterator[Any]:
+    def _render(self, seg_idx: np.ndarray, vals: np.ndarray, w: np.ndarray | None, seg: int,
+                count: int, same: np.ndarray | None = None) -> Iterator[Any]:
         """``count`` segments of the template sequence ``seg_idx``, a slice of about
         :data:`PIECE_BYTES` at a time; ``w``: the printed width of every value, (count,
-        seg * values)."""
+        seg * values), or None with ``same``: the widths, equal in every segment."""
         k = vals.shape[1]
-        wmax = w.max(axis=0)
-        var = wmax != w.min(axis=0)
+        if w is None:
+            assert same is not None
+            wmax = same
+            var = np.zeros(len(same), dtype=bool)
+        else:
+            wmax = w.max(axis=0)
+            var = wmax != w.min(axis=0)
         key = seg_idx.tobytes() + wmax.astype(np.int8).tobytes() + var.tobytes()
         spec = self._specs.get(key)
         if spec is None:
             if len(self._specs) >= _SPEC_CAP:
                 self._specs.clear()
+                self._plans.clear()
             spec = self._specs[key] = self._spec(seg_idx.tolist(), wmax.tolist(),
                                                  var.tolist(), k)
         v_all = vals.reshape(count, seg * k)
+        plan = self._plan(spec, key, v_all)
         step = max(1, PIECE_BYTES // max(1, len(spec.skel)))
         for lo in range(0, count, step):
-            yield self._slice(spec, v_all[lo:lo + step], w[lo:lo + step])
+            yield self._slice(spec, plan, v_all[lo:lo + step],
+                              None if w is None else w[lo:lo + step])
+
+    def _plan(self, spec: _Spec, key: bytes, v: np.ndarray) -> _Plan:
+        """The run's skeleton with every 3-digit chunk that is the same in all its segments
+        (a duration, the high digits of a timestamp) written in, and where the others go."""
+        if not len(spec.fld):
+            return _Plan(spec.skel, *(_EMPTY,) * 4)
+        lo = v.min(axis=0)[spec.fld]
+        hi = v.max(axis=0)[spec.fld]
+        fixed = lo // spec.div == hi // spec.div
+        pkey = key + fixed.tobytes()
+        parts = self._plans.get(pkey)
+        if parts is None:
+            if len(self._plans) >= _SPEC_CAP:
+                self._plans.clear()
+            moving = ~fixed
+            b_fixed = fixed[spec.byte_chunk]
+            b_moving = ~b_fixed
+            rank_f = np.cumsum(fixed) - 1
+            rank_m = np.cumsum(moving) - 1
+            parts = self._plans[pkey] = (
+                np.flatnonzero(fixed), spec.cols[b_fixed],
+                rank_f[spec.byte_chunk[b_fixed]] * 4 + spec.byte_off[b_fixed],
+                spec.fld[moving], spec.div[moving], spec.cols[b_moving],
+                rank_m[spec.byte_chunk[b_moving]] * 4 + spec.byte_off[b_moving])
+        f_chunks, f_cols, f_src, m_fld, m_div, m_cols, m_src = parts
+        skel = spec.skel
+        if len(f_chunks):
+            skel = skel.copy()
+            words = _TAB[lo[f_chunks] // spec.div[f_chunks] % 1000].view(np.uint8)
+            skel[f_cols] = words[f_src]
+        return _Plan(skel, m_fld, m_div, m_cols, m_src)
 
     @staticmethod
-    def _slice(spec: _Spec, v: np.ndarray, w: np.ndarray) -> Any:
-        """Segments ``v`` (values) with widths ``w`` of one spec, as one buffer."""
+    def _slice(spec: _Spec, plan: _Plan, v: np.ndarray, w: np.ndarray | None) -> Any:
+        """Segments ``v`` (values) with widths ``w`` of one run, as one buffer."""
         count = len(v)
-        out = np.empty((count, len(spec.skel)), dtype=np.uint8)
-        if len(spec.fld):
-            # a 3-digit chunk whose value is the same in every segment (a duration, the
-            # high digits of a timestamp) is written once into the skeleton; only the
-            # others are computed per segment
-            lo, hi = v.min(axis=0)[spec.fld], v.max(axis=0)[spec.fld]
-            fixed = lo // spec.div == hi // spec.div
-            skel = spec.skel
-            if fixed.any():
-                skel = skel.copy()
-                b_fixed = fixed[spec.byte_chunk]
-                rank = np.cumsum(fixed) - 1
-                words = _TAB[lo[fixed] // spec.div[fixed] % 1000].view(np.uint8)
-                skel[spec.cols[b_fixed]] = words[rank[spec.byte_chunk[b_fixed]] * 4 +
-                                                 spec.byte_off[b_fixed]]
-            out[:] = skel
-            if not fixed.all():
-                moving = ~fixed
-                b_moving = moving[spec.byte_chunk]
-                rank = np.cumsum(moving) - 1
-                digits = np.ascontiguousarray(
-                    _TAB[v[:, spec.fld[moving]] // spec.div[moving] % 1000]).view(np.uint8)
-                out[:, spec.cols[b_moving]] = digits[:, rank[spec.byte_chunk[b_moving]] * 4 +
-                                                     spec.byte_off[b_moving]]
-        else:
-            out[:] = spec.skel
-        if not len(spec.var_cols):
+        out = np.empty((count, len(plan.skel)), dtype=np.uint8)
+        out[:] = plan.skel
+        if len(plan.fld):
+            digits = np.ascontiguousarray(_TAB[v[:, plan.fld] // plan.div % 1000]).view(
+                np.uint8)
+            out[:, plan.cols] = digits[:, plan.src]
+        if w is None or not len(spec.var_cols):
             return out.reshape(-1).data
         # blank the spare leading digits of narrower numbers, then drop the blanks
         pad = spec.var_width - w[:, spec.var_field]
