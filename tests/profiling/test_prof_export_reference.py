@@ -15,8 +15,9 @@ from geplug.profiling.timeline import TimelineWriter
 T0 = 1_700_000_000_000_000_123
 
 
-def _steps(tmp_path, count: int = 9) -> StepTraceCollector:
-    """Two models, steps with and without fp/bp tasks and with a communication task."""
+def _steps(tmp_path, count: int = 9, every: int = 3, drift: int = 7) -> StepTraceCollector:
+    """Two models, steps with and without fp/bp tasks (``every``-th step: none) and with a
+    communication task; step ``s`` lasts ``20_000 + drift * s`` ns."""
     guard = StorageGuard(str(tmp_path), str(tmp_path), 0)
     log = RawLog(str(tmp_path), "training_trace", 0, guard, slice_bytes=1 << 20)
     steps = StepTraceCollector(log, "", "")
@@ -24,11 +25,11 @@ def _steps(tmp_path, count: int = 9) -> StepTraceCollector:
     for step in range(count):
         for model in (1, 2):
             steps.on_bound(model, step, "begin", t)
-            if step % 3:  # every third step has no task: FP/BP are N/A
+            if step % every:  # every third step has no task: FP/BP are N/A
                 steps.on_task(model, "a", t + 1001, 2_345, False)
                 steps.on_task(model, "ar", t + 4_000, 777, True)
-                steps.on_task(model, "b", t + 5_003, 10_001 + step, False)
-            t += 20_000 + 7 * step
+                steps.on_task(model, "b", t + 5_003, 10_001 + drift * step, False)
+            t += 20_000 + drift * step
             steps.on_bound(model, step, "end", t)
     log.close()
     return steps
@@ -66,6 +67,23 @@ def test_step_trace_track_is_byte_identical_to_per_event_spans(tmp_path, monkeyp
     got = _track(lambda tl: write_track(tl, steps))
     assert got == _track(lambda tl: _reference_track(tl, steps))
     assert len([e for e in json.loads(got) if e["ph"] == "X"]) > 40
+
+
+def test_step_trace_track_of_many_steps_is_byte_identical_to_per_event_spans(tmp_path):
+    steps = _steps(tmp_path, 150, every=1000, drift=0)  # equal steps: rendered by numpy
+    got = _track(lambda tl: write_track(tl, steps))
+    assert got == _track(lambda tl: _reference_track(tl, steps))
+
+
+def test_step_trace_csv_of_many_steps_is_byte_identical_to_the_csv_module(tmp_path):
+    steps = _steps(tmp_path, 150, every=1000, drift=0)
+    got = io.StringIO()
+    steps.write_csv(got, 3)
+    want = io.StringIO()
+    w = csv.writer(want, lineterminator="\n")
+    w.writerow(HEADER)
+    w.writerows(steps.rows(3))
+    assert got.getvalue() == want.getvalue()
 
 
 def test_step_trace_csv_is_byte_identical_to_the_csv_module(tmp_path, monkeypatch):
