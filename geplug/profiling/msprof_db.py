@@ -28,7 +28,15 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from geplug.profiling.layout import mkstemp_near
+from geplug.profiling.sqlite_pages import (
+    PageAppender,
+    SegmentExpander,
+    encode_ints,
+    encode_values,
+)
 
 __all__ = [
     "API_TYPES",
@@ -152,6 +160,12 @@ _INDEXES = (
     "CREATE INDEX TaskIndex ON TASK (startNs, globalTaskId)",
     "CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId)",
 )
+PAGE_PMU_MAX_ROWS = 1 << 20
+"""Template PMU rows (one per distinct step's task and metric) up to which TASK_PMU_INFO is
+written as pages (:mod:`.sqlite_pages`, held in memory meanwhile); beyond (nearly every step
+distinct), SQLite expands them itself (slower, the same rows)."""
+_PAGE_BLOCK_ROWS = 1 << 18
+"""TASK_PMU_INFO rows encoded per block of the page writer (bounds its memory)."""
 
 
 def pmu_db_name(column: str) -> tuple[str, float]:
@@ -178,6 +192,9 @@ class MsprofDb:
         fd, self.tmp = mkstemp_near(path)
         os.close(fd)
         self._strings: dict[str, int] = {}
+        self._pmu_pages: tuple[Any, ...] | None = None
+        """The PMU templates and segments TASK_PMU_INFO is written from after commit (when
+        written as pages, :meth:`_plan_pmu_pages`)."""
         try:
             self.conn = sqlite3.connect(self.tmp, isolation_level=None)
             self.conn.execute("PRAGMA page_size = 65536")  # larger pages: faster bulk inserts
@@ -318,12 +335,67 @@ class MsprofDb:
                       "name INTEGER, value NUMERIC, PRIMARY KEY (t, i, j)) WITHOUT ROWID")
             c.execute("INSERT INTO temp.tpl_pmu SELECT p.t, p.i, q.rowid, q.name, q.value "
                       "FROM temp.tpl p CROSS JOIN temp.pmu_key q WHERE p.k >= 0 AND q.k = p.k")
-            c.execute("INSERT INTO TASK_PMU_INFO SELECT s.gid0 + q.i, q.name, q.value "
-                      "FROM temp.seg s CROSS JOIN temp.tpl_pmu q WHERE q.t = s.t")
+            if not self._plan_pmu_pages():
+                c.execute("INSERT INTO TASK_PMU_INFO SELECT s.gid0 + q.i, q.name, q.value "
+                          "FROM temp.seg s CROSS JOIN temp.tpl_pmu q WHERE q.t = s.t")
             c.execute("DROP TABLE temp.tpl_pmu")
         c.execute("DROP TABLE temp.seg")
         c.execute("DROP TABLE temp.tpl")
         c.execute("DROP TABLE temp.tsig")
+
+    def _plan_pmu_pages(self) -> bool:
+        """Keep what TASK_PMU_INFO is expanded from (each template's PMU rows in order, the
+        segments in globalTaskId order) for :meth:`_write_pmu_pages`, when the table is empty
+        and the templates are few enough; returns whether it did (else SQLite expands)."""
+        c = self.conn
+        if c.execute("SELECT EXISTS (SELECT 1 FROM TASK_PMU_INFO)").fetchone()[0]:
+            return False
+        if c.execute("SELECT count(*) FROM temp.tpl_pmu").fetchone()[0] > PAGE_PMU_MAX_ROWS:
+            return False
+        rows = c.execute("SELECT t, i, name, value FROM temp.tpl_pmu ORDER BY t, i, j").fetchall()
+        values = [r[3] for r in rows]
+        if any(not isinstance(v, (int, float)) and v is not None for v in values):
+            return False
+        tpl = np.array([r[:3] for r in rows], dtype=np.int64).reshape(-1, 3)
+        segs = [np.array(c.execute("SELECT gid0, t FROM temp.seg ORDER BY gid0").fetchall(),
+                         dtype=np.int64).reshape(-1, 2)]
+        self._pmu_pages = (tpl, values, segs)
+        return True
+
+    def _write_pmu_pages(self, root: int) -> None:
+        """TASK_PMU_INFO as pages appended to the closed database (:mod:`.sqlite_pages`):
+        per segment its template's PMU rows, globalTaskId = first id + index - the rows, order
+        and storage classes of the ``INSERT ... SELECT`` it replaces."""
+        assert self._pmu_pages is not None
+        tpl, values, seg_parts = self._pmu_pages
+        self._pmu_pages = None
+        if not len(tpl):
+            return  # no PMU rows: the table stays empty
+        segs = np.concatenate(seg_parts)
+        # templates differing only outside their PMU rows (e.g. launch times) write the same
+        # PMU rows: map each to the first with equal rows, so runs of segments stay long
+        bounds = np.searchsorted(tpl[:, 0], np.arange(int(tpl[-1, 0]) + 2))
+        same: dict[tuple[bytes, tuple[Any, ...]], int] = {}
+        canon = np.arange(len(bounds) - 1, dtype=np.int64)
+        for t in range(len(bounds) - 1):
+            a, b = int(bounds[t]), int(bounds[t + 1])
+            if a < b:
+                key = (tpl[a:b, 1:].tobytes(), tuple(map(repr, values[a:b])))
+                canon[t] = same.setdefault(key, t)
+        seg_t = segs[:, 1]
+        known = seg_t < len(canon)
+        segs = np.column_stack((segs[:, 0], np.where(known, canon[np.where(known, seg_t, 0)],
+                                                     seg_t)))
+        app = PageAppender(self.tmp, root)
+        try:
+            fixed = [encode_ints(tpl[:, 2], format4=app.format4),
+                     encode_values(values, format4=app.format4)]
+            SegmentExpander(app, tpl[:, 0], tpl[:, 1], fixed,
+                            block_rows=_PAGE_BLOCK_ROWS).add(segs[:, 0], segs[:, 1])
+            app.finish()
+        except BaseException:
+            app.abort()
+            raise
 
     def add_api(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """CANN_API rows: (startNs, endNs, type id, globalTid, connectionId, name id)."""
@@ -375,7 +447,11 @@ class MsprofDb:
             for sql in _INDEXES:
                 self.conn.execute(sql)
             self.conn.execute("COMMIT")
+            root = self.conn.execute("SELECT rootpage FROM sqlite_master "
+                                     "WHERE name = 'TASK_PMU_INFO'").fetchone()[0]
             self.conn.close()
+            if self._pmu_pages is not None:
+                self._write_pmu_pages(int(root))
             os.replace(self.tmp, self.path)
         except BaseException:
             self.abort()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 
 from geplug.profiling import step_trace
 from geplug.profiling.rawlog import RawLog
@@ -101,7 +102,7 @@ def test_step_trace_csv_is_byte_identical_to_the_csv_module(tmp_path, monkeypatc
 
 def _task_db(tmp_path, blocks, pmu_keys):
     """The four per-task tables written through TemplateRows from ``blocks`` of rows
-    (gid, sig, start, end, launch start, launch end, pmu key, step)."""
+    (gid, sig, start, end, launch start, launch end, pmu key, step), as committed."""
     import numpy as np
 
     from geplug.profiling.msprof_db import MsprofDb
@@ -120,9 +121,12 @@ def _task_db(tmp_path, blocks, pmu_keys):
     rows.finish()
     db.end_task_rows(device_id=3, pid=9, launch_tid=11, launch_type=10000, launch_name=5)
     db.end_pmu()
-    tables = {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
-              for t in ("TASK", "COMPUTE_TASK_INFO", "CANN_API", "TASK_PMU_INFO")}
-    db.abort()
+    conn = sqlite3.connect(db.commit())  # TASK_PMU_INFO is written on commit
+    try:
+        tables = {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
+                  for t in ("TASK", "COMPUTE_TASK_INFO", "CANN_API", "TASK_PMU_INFO")}
+    finally:
+        conn.close()
     return tables, rows.templates
 
 
