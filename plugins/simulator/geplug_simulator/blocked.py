@@ -6,11 +6,11 @@ not handle, then forth again (``ReorderInput``) before the next Conv. The Cast p
 rounds a Conv's output to float16 (docs/simulator.md, Rewrite) is such an op, so a float16
 MobileNetV2 pays two layout copies per Conv on top of the pair: about a fifth of its run.
 
-The pair, a Clip / Relu and an Add of two such tensors are elementwise: on the blocked tensor
-they compute the same values, only in another memory order. :func:`keep_blocked` edits the
-graph onnxruntime optimised (its ``optimized_model_filepath`` output) so those ops act on the
-blocked tensor and the next Conv reads it directly; the NCHW copies that nothing else reads
-are dropped.
+The pair, a Clip / Relu and an Add of two such tensors of one shape are elementwise: on the
+blocked tensor they compute the same values, only in another memory order.
+:func:`keep_blocked` edits the graph onnxruntime optimised (its ``optimized_model_filepath``
+output) so those ops act on the blocked tensor and the next Conv reads it directly; the NCHW
+copies that nothing else reads are dropped.
 
 Exactness: only tensors without padded channels are kept blocked (the producing Conv's
 output channel count is a multiple of the block size: its reordered weight has as many rows
@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-__all__ = ["NCHWC", "keep_blocked", "worth_trying"]
+__all__ = ["NCHWC", "Shape", "keep_blocked", "value_shapes", "worth_trying"]
 
 NCHWC = "com.microsoft.nchwc"
 _UNARY = {"Cast", "Relu", "Clip"}
@@ -91,10 +91,44 @@ def _unpadded_outputs(nodes: Iterable[onnx.NodeProto], inits: dict[str, onnx.Ten
     return out
 
 
-def keep_blocked(model: onnx.ModelProto) -> onnx.ModelProto | None:
+Shape = tuple[int | str, ...]
+
+
+def value_shapes(model: onnx.ModelProto) -> dict[str, Shape]:
+    """The fully known shapes (ints, or named symbolic dimensions) of ``model``'s values by
+    onnx shape inference: an Add is kept blocked only between two tensors of one shape."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:  # the session was made from this model: inference is only a filter
+        return {}
+    out: dict[str, Shape] = {}
+    g = inferred.graph
+    for vi in [*g.input, *g.value_info, *g.output]:
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            continue
+        dims: list[int | str] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(d.dim_value)
+            elif d.dim_param:
+                dims.append(d.dim_param)
+            else:
+                break
+        else:
+            out[vi.name] = tuple(dims)
+    return out
+
+
+def keep_blocked(model: onnx.ModelProto, shapes: dict[str, Shape] | None = None
+                 ) -> onnx.ModelProto | None:
     """``model`` (onnxruntime's optimised graph) with elementwise ops between a blocked Conv
     and the next one acting on the blocked tensor (module docstring); ``None`` when nothing
-    changes."""
+    changes. ``shapes`` (:func:`value_shapes` of the model onnxruntime optimised) lets an Add
+    of two blocked tensors of the same shape stay blocked: a broadcasting Add would pair
+    the wrong elements in the blocked memory order, so without ``shapes`` every Add goes
+    back to NCHW."""
+    shapes = shapes or {}
     graph = model.graph
     nodes = list(graph.node)
     inits = {t.name: t for t in graph.initializer}
@@ -124,7 +158,9 @@ def keep_blocked(model: onnx.ModelProto) -> onnx.ModelProto | None:
         if (n.op_type in _UNARY and ins[0] in twin
                 and (n.op_type != "Clip" or _zero_preserving_clip(n, consts))):
             blocked_ins = [twin[ins[0]], *ins[1:]]
-        elif n.op_type in _BINARY and len(ins) == 2 and all(i in twin for i in ins):
+        elif (n.op_type in _BINARY and len(ins) == 2 and all(i in twin for i in ins)
+              and shapes.get(n.input[0]) is not None
+              and shapes.get(n.input[0]) == shapes.get(n.input[1])):
             blocked_ins = [twin[i] for i in ins]
         if blocked_ins is None:
             continue

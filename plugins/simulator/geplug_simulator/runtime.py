@@ -30,7 +30,7 @@ from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
 from geplug.precision import NodeInfo, decide
-from geplug_simulator.blocked import keep_blocked, worth_trying
+from geplug_simulator.blocked import keep_blocked, value_shapes, worth_trying
 from geplug_simulator.compiled import CompiledModel
 from geplug_simulator.cost import OpCost
 from geplug_simulator.devicegraph import device_graph, needs_probe, probe_shapes, with_types
@@ -158,7 +158,8 @@ class SessionFactory:
             with tempfile.TemporaryDirectory(prefix="geplug_sim_") as tmp:
                 options.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
                 session = self._create(data, options, name)
-                edited = keep_blocked(onnx.load(options.optimized_model_filepath))
+                edited = keep_blocked(onnx.load(options.optimized_model_filepath),
+                                      value_shapes(model))
             if edited is None:
                 return session
             options = session_options(self.threads, spin)

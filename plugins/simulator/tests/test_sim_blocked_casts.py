@@ -12,7 +12,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from geplug_simulator import netbuild as nb
-from geplug_simulator.blocked import NCHWC, keep_blocked
+from geplug_simulator.blocked import NCHWC, keep_blocked, value_shapes
 from geplug_simulator.runtime import loadable_by_onnxruntime, session_options
 from onnx import TensorProto, helper, numpy_helper
 
@@ -61,7 +61,7 @@ def test_mobilenet_casts_stay_blocked_and_outputs_are_bit_identical_overflow_inc
     feeds = [{"x": x}, {"x": x * 1e5}]  # the second overflows float16
     ours, reference, rewritten = _compiled_and_reference(model, mode, feeds)
     optimized = _optimized(rewritten)
-    edited = keep_blocked(optimized)
+    edited = keep_blocked(optimized, value_shapes(rewritten))
     assert edited is not None and _reorder_inputs(optimized) > 40
     assert _reorder_inputs(edited) == 0  # every Conv reads its producer's blocked tensor
     if mode == "allow_fp32_to_fp16":
@@ -98,9 +98,43 @@ def test_only_a_tensor_without_padded_channels_stays_blocked_bits_unchanged(
     feeds = [{"x": x}, {"x": x * 1e4}]
     ours, reference, rewritten = _compiled_and_reference(model, "allow_fp32_to_fp16", feeds)
     optimized = _optimized(rewritten)
-    edited = keep_blocked(optimized)
+    edited = keep_blocked(optimized, value_shapes(rewritten))
     assert edited is not None  # conv1's 8 channels are unpadded
     assert _reorder_inputs(edited) == _reorder_inputs(optimized) - (2 if blocked else 1)
     assert np.isposinf(reference[1][0]).all()
     for got, want in zip(ours, reference, strict=True):
         assert got["y"].tobytes() == want[0].tobytes()
+
+
+def _broadcast_add() -> onnx.ModelProto:
+    """Conv(x) + Conv(GlobalAveragePool(x)): a [1, 16, 8, 8] + [1, 16, 1, 1] broadcast of two
+    blocked Conv outputs, then a Conv."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+             for name, shape in (("wa", (16, 16, 3, 3)), ("wb", (16, 16, 1, 1)),
+                                 ("wc", (16, 16, 3, 3)))]
+    nodes = [helper.make_node("Conv", ["x", "wa"], ["a"], name="conv_a", pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["x"], ["g"], name="pool"),
+             helper.make_node("Conv", ["g", "wb"], ["b"], name="conv_b"),
+             helper.make_node("Add", ["a", "b"], ["s"], name="add"),
+             helper.make_node("Conv", ["s", "wc"], ["y"], name="conv_c", pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(
+        nodes, "broadcast_add",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_broadcasting_add_goes_back_to_nchw_and_keeps_its_bits() -> None:
+    model = _broadcast_add()
+    x = np.random.default_rng(3).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    ours, reference, rewritten = _compiled_and_reference(model, "allow_fp32_to_fp16",
+                                                         [{"x": x}])
+    optimized = _optimized(rewritten)
+    adds = [n for n in optimized.graph.node if n.op_type == "Add"]
+    assert len(adds) == 1 and all(
+        i in {o for n in optimized.graph.node if n.op_type == "Cast" for o in n.output}
+        for i in adds[0].input)  # both Add inputs are rounded Conv outputs
+    edited = keep_blocked(optimized, value_shapes(rewritten))
+    assert edited is None or not any(n.name == "add::nchwc" for n in edited.graph.node)
+    assert ours[0]["y"].tobytes() == reference[0][0].tobytes()
