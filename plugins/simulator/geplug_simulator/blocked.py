@@ -131,6 +131,9 @@ def keep_blocked(model: onnx.ModelProto, shapes: dict[str, Shape] | None = None
     shapes = shapes or {}
     graph = model.graph
     nodes = list(graph.node)
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+           for n in nodes for a in n.attribute):
+        return None  # a subgraph may read any value: dropping an unread copy is not provable
     inits = {t.name: t for t in graph.initializer}
     consts = {name: numpy_helper.to_array(t) for name, t in inits.items()
               if int(np.prod(t.dims)) == 1}

@@ -138,3 +138,15 @@ def test_a_broadcasting_add_goes_back_to_nchw_and_keeps_its_bits() -> None:
     edited = keep_blocked(optimized, value_shapes(rewritten))
     assert edited is None or not any(n.name == "add::nchwc" for n in edited.graph.node)
     assert ours[0]["y"].tobytes() == reference[0][0].tobytes()
+
+
+def test_a_graph_with_a_subgraph_is_left_as_onnxruntime_optimised_it() -> None:
+    """A subgraph may read any outer value, so no NCHW copy is provably unread."""
+    _, _, rewritten = _compiled_and_reference(_conv_chain(16), "allow_fp32_to_fp16", [])
+    optimized = _optimized(rewritten)
+    assert keep_blocked(optimized, value_shapes(rewritten)) is not None
+    out = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    branch = helper.make_graph([helper.make_node("Identity", ["y"], ["z"])], "branch", [], [out])
+    optimized.graph.node.append(helper.make_node(
+        "If", ["cond"], ["w"], name="if", then_branch=branch, else_branch=branch))
+    assert keep_blocked(optimized, value_shapes(rewritten)) is None
