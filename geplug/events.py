@@ -235,6 +235,18 @@ class StepEvent:
     time_us: float
 
 
+def _check_copy(_: Any, attribute: Any, value: Any) -> None:
+    """``ApiCall.copy``: None or (``H2D`` | ``D2H``, bytes >= 0)."""
+    if value is None:
+        return
+    ok = (isinstance(value, tuple) and len(value) == 2 and value[0] in ("H2D", "D2H")
+          and isinstance(value[1], int) and value[1] >= 0)
+    if not ok:
+        raise ValueError(f"ApiCall.copy={value!r}: expected None or (direction, bytes) with "
+                         "direction 'H2D' (host to device) or 'D2H' (device to host) and "
+                         "bytes an int >= 0; fix the backend that builds the event")
+
+
 @attrs.frozen(kw_only=True)
 class ApiCall:
     """A runtime API call (host<->device copies, launches) on the host timeline."""
@@ -245,7 +257,7 @@ class ApiCall:
     level: str = "runtime"
     start_us: float
     duration_us: float
-    copy: tuple[str, int] | None = None
+    copy: tuple[str, int] | None = attrs.field(default=None, validator=_check_copy)
     """A host<->device copy: its direction (``H2D`` or ``D2H``) and bytes. The device runs
     it as a ``MEMCPY_ASYNC`` task on the copy stream for the call's duration
     (:mod:`geplug.profiling.memcpy`); None for any other call."""

@@ -24,9 +24,12 @@ one-process export and the forked database worker number them alike.
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from geplug.device.schedule import STREAMS
 from geplug.profiling.msprof_db import MEMCPY_OPERATIONS
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
     from geplug.profiling.msprof_db import MsprofDb
     from geplug.profiling.timeline import TimelineWriter
 
-__all__ = ["COPY_STREAM", "DIRECTIONS", "MEMCPY_TASK_TYPE", "CopyLog", "write_copies"]
+__all__ = ["BLOCK", "COPY_STREAM", "DIRECTIONS", "MEMCPY_TASK_TYPE", "CopyLog", "write_copies"]
 
 MEMCPY_TASK_TYPE = "MEMCPY_ASYNC"
 """The task type msprof gives a memory-copy task (the value readers select on)."""
@@ -46,6 +49,7 @@ DIRECTIONS = {"H2D": "host to device", "D2H": "device to host"}
 _OPERATION = {k: MEMCPY_OPERATIONS[v] for k, v in DIRECTIONS.items()}
 _NAME = {v: k for k, v in _OPERATION.items()}
 _WIDTH = 5
+_J = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class CopyLog:
@@ -66,6 +70,10 @@ class CopyLog:
     def __len__(self) -> int:
         return len(self._rows) // _WIDTH
 
+    def buffer(self) -> memoryview:
+        """The flattened rows (int64, :data:`_WIDTH` per copy), without a copy."""
+        return memoryview(self._rows)
+
     def rows(self) -> Iterator[tuple[int, str, int, int, int]]:
         """(step, direction key, bytes, start ns, duration ns) per copy, in record order."""
         r = self._rows
@@ -81,28 +89,44 @@ class CopyLog:
         return min(starts), max(ends)
 
 
+BLOCK = 65536
+"""Copies formatted and inserted per block (bounded memory for long runs)."""
+
+
 def write_copies(log: CopyLog, *, first_gid: int, device_id: int, pid: int,
                  db: MsprofDb | None, timeline: TimelineWriter | None) -> None:
     """Every copy of ``log`` as TASK + MEMCPY_INFO rows (``db``) and timeline events
-    (``timeline``), globalTaskIds from ``first_gid`` (either target may be None)."""
-    if not len(log):
+    (``timeline``), globalTaskIds from ``first_gid`` (either target may be None); vectorised
+    a block of copies at a time."""
+    n = len(log)
+    if not n:
         return
-    tasks: list[tuple[int, ...]] = []
-    infos: list[tuple[int, int, int]] = []
+    rows = np.frombuffer(log.buffer(), dtype=np.int64).reshape(n, _WIDTH)
     ttype = db.sid(MEMCPY_TASK_TYPE) if db is not None else 0
-    for i, (step, direction, nbytes, start, dur) in enumerate(log.rows()):
-        gid = first_gid + i
+    event = ""
+    if timeline is not None:
+        pid_hw = timeline.thread("Ascend Hardware", COPY_STREAM, f"Stream {COPY_STREAM}")
+        names = {op: _J(DIRECTIONS[key]) for key, op in _OPERATION.items()}
+        event = (',\n{"ph":"X","name":"' + MEMCPY_TASK_TYPE + '","pid":' + str(pid_hw) +
+                 ',"tid":' + str(COPY_STREAM) + ',"ts":"%d.%03d","dur":%d.%03d,"args":{'
+                 '"Task Type":"' + MEMCPY_TASK_TYPE + '","Physic Stream Id":' +
+                 str(COPY_STREAM) + ',"Task Id":%d,"connection_id":%d,"Device Id":' +
+                 str(device_id) + ',"size(Byte)":%d,"Memcpy Direction":%s,"Step":%d}}')
+    for lo in range(0, n, BLOCK):
+        r = rows[lo:lo + BLOCK]
+        step, op, size, start, dur = (r[:, i] for i in range(_WIDTH))
+        gid = np.arange(first_gid + lo, first_gid + lo + len(r), dtype=np.int64)
+        end = start + dur
         if db is not None:
-            tasks.append((start, start + dur, device_id, gid, gid, pid, ttype, 0, COPY_STREAM,
-                          gid, 4294967295))
-            infos.append((gid, nbytes, _OPERATION[direction]))
+            m = len(r)
+            tasks = np.column_stack((start, end, np.full(m, device_id), gid, gid,
+                                     np.full(m, pid), np.full(m, ttype), np.zeros(m, np.int64),
+                                     np.full(m, COPY_STREAM), gid, np.full(m, 4294967295)))
+            db.add_tasks(map(tuple, tasks.tolist()))
+            db.add_memcpy(map(tuple, np.column_stack((gid, size, op)).tolist()))
         if timeline is not None:
-            timeline.span("Ascend Hardware", COPY_STREAM, f"Stream {COPY_STREAM}",
-                          MEMCPY_TASK_TYPE, start, start + dur, {
-                              "Task Type": MEMCPY_TASK_TYPE, "Physic Stream Id": COPY_STREAM,
-                              "Task Id": gid, "connection_id": gid, "Device Id": device_id,
-                              "size(Byte)": nbytes, "Memcpy Direction": DIRECTIONS[direction],
-                              "Step": step})
-    if db is not None:
-        db.add_tasks(tasks)
-        db.add_memcpy(infos)
+            vals = np.column_stack((start // 1000, start % 1000, dur // 1000, dur % 1000, gid,
+                                    gid, size)).tolist()
+            text = "".join(event % (*v, names[o], s)
+                           for v, o, s in zip(vals, op.tolist(), step.tolist(), strict=True))
+            timeline.raw_block(text, len(r))

@@ -68,4 +68,15 @@ def test_memcpy_info_rows_are_the_steps_copies_with_their_task(tmp_path, monkeyp
     got = [(size, op, end - start) for size, op, start, end, _, _ in rows]
     assert got == want
     assert {(r[4], r[5]) for r in rows} == {(STREAMS["copy"], "MEMCPY_ASYNC")}
-    assert len(events) == len(rows)  # and one timeline event per copy
+    # one timeline event per copy, on the copy stream, with its bytes and direction
+    shown = [(e["args"]["size(Byte)"], e["args"]["Memcpy Direction"], round(e["dur"] * 1000))
+             for e in events]
+    assert shown == got and {e["tid"] for e in events} == {STREAMS["copy"]}
+
+
+def test_a_copy_event_with_an_unknown_direction_is_refused_naming_it():
+    from geplug.events import ApiCall, RunInfo
+
+    with pytest.raises(ValueError, match=r"ApiCall.copy=\('toNPU', 8\).*'H2D'"):
+        ApiCall(run=RunInfo(system=None, model_name="m", model_id=1, step=0), name="memcpy",
+                start_us=0.0, duration_us=1.0, copy=("toNPU", 8))
