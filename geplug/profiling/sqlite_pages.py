@@ -231,35 +231,42 @@ class PageAppender:
     def _flush(self, *, final: bool) -> None:
         """Write every full leaf page of the pending cells (and the last one when final)."""
         room = self.usable - 8
-        need = np.cumsum(self._lengths + 2)
-        start = 0
-        taken = 0  # bytes of self._cells before cell ``start``
-        base = 0
-        n = len(self._lengths)
-        while start < n:
+        lengths = self._lengths
+        n = len(lengths)
+        need = np.cumsum(lengths + 2)
+        ends: list[int] = []
+        start = base = 0
+        while start < n:  # greedy: as many cells as fit, in order
             end = int(np.searchsorted(need, base + room, side="right"))
             if end >= n and not final:
                 break
             if end <= start:
                 raise ValueError("a row does not fit in one page")
-            lengths = self._lengths[start:end]
-            size = int(lengths.sum())
-            content = self.usable - size
-            offsets = content + np.concatenate(([0], np.cumsum(lengths[:-1])))
-            count = end - start
-            page = bytearray(self.page_size)
-            page[0:8] = struct.pack(">BHHHB", _LEAF, 0, count, content, 0)
-            page[8:8 + 2 * count] = offsets.astype(">u2").tobytes()
-            page[content:content + size] = self._cells[taken:taken + size].tobytes()
-            number = self._new_page()
-            self._write(number, bytes(page))
-            self._leaves.append((number, self._first + end - 1))
-            taken += size
+            ends.append(end)
             base = int(need[end - 1])
             start = end
-        self._cells = self._cells[taken:]
-        self._lengths = self._lengths[start:]
-        self._first += start
+        if not ends:
+            return
+        done = ends[-1]
+        starts = np.array([0, *ends[:-1]], dtype=np.int64)
+        stops = np.array(ends, dtype=np.int64)
+        at = np.concatenate(([0], np.cumsum(lengths[:done])))  # byte offset of each cell
+        content = self.usable - (at[stops] - at[starts])
+        page_of = np.repeat(np.arange(len(ends)), stops - starts)
+        pointers = (content[page_of] + at[:done] - at[starts][page_of]).astype(">u2").tobytes()
+        data = self._cells[:int(at[done])].tobytes()
+        for p, (a, b) in enumerate(zip(starts.tolist(), ends, strict=True)):
+            c = int(content[p])
+            head = struct.pack(">BHHHB", _LEAF, 0, b - a, c, 0)
+            gap = c - 8 - 2 * (b - a)
+            page = b"".join((head, pointers[2 * a:2 * b], bytes(gap),
+                             data[at[a]:at[b]], bytes(self.page_size - self.usable)))
+            number = self._new_page()
+            self._write(number, page)
+            self._leaves.append((number, self._first + b - 1))
+        self._cells = self._cells[int(at[done]):]
+        self._lengths = lengths[done:]
+        self._first += done
 
     def finish(self) -> int:
         """Write the last leaf, the interior pages and the root; update the header. Returns the
@@ -444,14 +451,14 @@ class SegmentExpander:
         s, n = len(gid0), len(lengths)
         buf = np.empty((s, len(cells)), dtype=np.uint8)
         buf[:] = cells
-        rowid = (self.app.rowid + 1 + np.arange(s * n, dtype=np.int64)).reshape(s, n, 1)
-        shifts = 7 * np.arange(r - 1, -1, -1, dtype=np.int64)
-        flags = np.where(np.arange(r) < r - 1, 0x80, 0).astype(np.int64)
-        buf[:, rowid_at.reshape(-1)] = (((rowid >> shifts) & 0x7F) | flags).astype(
-            np.uint8).reshape(s, n * r)
+        rowid = self.app.rowid + 1 + np.arange(s * n, dtype=np.int64)
+        word = rowid & 0x7F  # the varint as one big-endian word: 7 bits a byte, high bits set
+        for k in range(1, r):
+            word |= (((rowid >> (7 * k)) & 0x7F) | 0x80) << (8 * k)
+        buf[:, rowid_at.reshape(-1)] = word.astype(">u8").view(np.uint8).reshape(
+            s * n, 8)[:, 8 - r:].reshape(s, n * r)
         if g:
-            ids = (gid0[:, None] + offsets[None, :]).reshape(s, n, 1)
-            shifts = 8 * np.arange(g - 1, -1, -1, dtype=np.int64)
-            buf[:, id_at.reshape(-1)] = ((ids >> shifts) & 0xFF).astype(
-                np.uint8).reshape(s, n * g)
+            ids = (gid0[:, None] + offsets[None, :]).astype(">i8")
+            buf[:, id_at.reshape(-1)] = ids.view(np.uint8).reshape(s * n, 8)[:, 8 - g:].reshape(
+                s, n * g)
         self.app.add_cells(buf.reshape(-1), np.tile(lengths, s))
