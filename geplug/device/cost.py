@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, count, repeat
 from operator import itemgetter
+from typing import Any
 
 import attrs
 import numpy as np
@@ -183,22 +184,27 @@ def _freeze(value: object) -> object:
     return value
 
 
-def _signature(node: Node, graph: Graph, op_class: str) -> tuple[object, ...] | None:
+def _shapes(names: Sequence[str], get: Callable[[str], Any]) -> tuple[object, ...]:
+    """The shapes of ``names`` ("" for an omitted tensor, ``None`` for an unknown one)."""
+    out: list[object] = []
+    for t in names:
+        if not t:
+            out.append("")
+        else:
+            tt = get(t)
+            out.append(None if tt is None else tt.shape)
+    return tuple(out)
+
+
+def _signature(node: Node, graph: Graph, op_class: str) -> tuple[object, ...]:
     """What :func:`node_work` reads of ``node``: op type, source op, attributes, op class
     and the shapes of its tensors ("" for an omitted input, ``None`` for an unknown tensor
-    or shape). ``None`` when an attribute cannot be hashed."""
-    tensors = graph.tensors
-    ins = tuple((tt.shape if (tt := tensors.get(t)) is not None else None) if t else ""
-                for t in node.inputs)
-    outs = tuple((tt.shape if (tt := tensors.get(t)) is not None else None) if t else ""
-                 for t in node.outputs)
+    or shape). It may hold an unhashable attribute value (:func:`node_work` then computes
+    the work without the cache)."""
+    get = graph.tensors.get
     at = tuple(sorted((k, _freeze(v)) for k, v in node.attrs.items())) if node.attrs else ()
-    key = (node.op_type, node.source_op, op_class, at, ins, outs)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    return (node.op_type, node.source_op, op_class, at, _shapes(node.inputs, get),
+            _shapes(node.outputs, get))
 
 
 def node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
@@ -209,9 +215,10 @@ def node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
     shapes costs a few hundred computations, not ten thousand (issue 10, compile speed).
     """
     key = _signature(node, graph, op_class)
-    if key is None:
+    try:
+        work = _WORK_CACHE.get(key)
+    except TypeError:  # an unhashable attribute value
         return _node_work(node, graph, op_class)
-    work = _WORK_CACHE.get(key)
     if work is None:
         if len(_WORK_CACHE) >= _WORK_CACHE_SIZE:
             _WORK_CACHE.clear()

@@ -189,19 +189,36 @@ def build_device_model(
     moved_by_task = [_task_bytes(task, nodes, nbytes) for task in tasks]
     l2_served = (_l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
                  if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
+    # a task's cost is a pure function of its members' op types, works, dtypes and op
+    # classes, its engine and bytes: computed once per distinct key in this build (real
+    # and synthetic graphs repeat their layers)
+    costs: dict[tuple[object, ...], TaskCost] = {}
     for index, task in enumerate(tasks):
-        members = [nodes[m] for m in task.members]
-        ds = [decisions.get(m) for m in task.members]
-        dtypes = [getattr(d, "dtype", "") or _graph_dtype(graph, n) for d, n in
-                  zip(ds, members, strict=True)]
-        classes = [getattr(d, "op_class", "") or _op_class(product, n.op_type, op_classes)
-                   for d, n in zip(ds, members, strict=True)]
-        works = tuple(node_work(n, graph, k) for n, k in zip(members, classes, strict=True))
+        if len(task.members) == 1:  # most tasks: no per-member lists
+            n = nodes[task.members[0]]
+            d = decisions.get(n.name)
+            dtype = getattr(d, "dtype", "") or _graph_dtype(graph, n)
+            klass = getattr(d, "op_class", "") or _op_class(product, n.op_type, op_classes)
+            members, ds, dtypes, classes = [n], [d], [dtype], [klass]
+            works: tuple[NodeWork, ...] = (node_work(n, graph, klass),)
+        else:
+            members = [nodes[m] for m in task.members]
+            ds = [decisions.get(m) for m in task.members]
+            dtypes = [getattr(d, "dtype", "") or _graph_dtype(graph, n) for d, n in
+                      zip(ds, members, strict=True)]
+            classes = [getattr(d, "op_class", "") or _op_class(product, n.op_type, op_classes)
+                       for d, n in zip(ds, members, strict=True)]
+            works = tuple(node_work(n, graph, k)
+                          for n, k in zip(members, classes, strict=True))
         engine = getattr(ds[0], "engine", "AI_CORE") or "AI_CORE"
         moved = moved_by_task[index]
-        cost = task_cost(members, works, dtypes, engine=engine, bytes_moved=moved,
-                         product=product, issue_mode=issue_mode, op_classes=classes,
-                         l2_bytes=l2_served[index])
+        key = (tuple(n.op_type for n in members), works, tuple(dtypes), tuple(classes),
+               engine, moved, l2_served[index])
+        cost = costs.get(key)
+        if cost is None:
+            cost = costs[key] = task_cost(
+                members, works, dtypes, engine=engine, bytes_moved=moved, product=product,
+                issue_mode=issue_mode, op_classes=classes, l2_bytes=l2_served[index])
         for w, n in zip(works, members, strict=True):
             if w.unresolved:
                 for t in (*n.inputs, *n.outputs):

@@ -213,25 +213,25 @@ def fuse(
     nodes = {n.name: n for n in graph.nodes}
     order = {name: i for i, name in enumerate(opt.device_nodes)}
     engines = engines or {}
-    producer: dict[str, str] = {}
-    consumers: dict[str, list[str]] = {}
     alias = opt.alias
+    consumers: dict[str, list[str]] = {}
+    # the device nodes' outputs -> their node: what optimize recorded (built here only for
+    # an OptimizedGraph made without it)
+    producer: Mapping[str, str] = opt.producer or _producers(graph, set(opt.device_nodes))
     for name in opt.device_nodes:
-        node = nodes[name]
-        for t in node.outputs:
+        for t in nodes[name].inputs:
             if t:
-                producer[t] = name
-        for t in node.inputs:
-            if t:
-                consumers.setdefault(alias.get(t, t), []).append(name)
+                r = alias.get(t, t)
+                found = consumers.get(r)
+                if found is None:
+                    consumers[r] = [name]
+                else:
+                    found.append(name)
     graph_outputs = {opt.root(t) for t in graph.outputs}
     assigned: dict[str, str] = {}
     tasks: list[Task] = []
     fusions: list[Fusion] = []
-
-    def eligible(name: str) -> bool:
-        return name not in assigned and engines.get(name, "AI_CORE") == "AI_CORE"
-
+    blocked = {n for n, e in engines.items() if e != "AI_CORE"}  # AI CPU: never fused
     compiled = {pname: _compile(steps) for pname, steps in table.items()}
     starts = frozenset().union(*(sets[0] for sets, _ in compiled.values()))
     for name in opt.device_nodes:
@@ -239,37 +239,42 @@ def fuse(
             continue
         members = [name]
         pattern = ""
-        if nodes[name].op_type in starts and eligible(name):
+        if nodes[name].op_type in starts and name not in blocked:
             for pname, pat in compiled.items():
-                found = _match(name, pat, nodes, order, producer, consumers, graph_outputs,
-                               opt, eligible)
-                if len(found) > 1:
-                    members, pattern = found, pname
+                found_chain = _match(name, pat, nodes, order, producer, consumers,
+                                     graph_outputs, alias, assigned, blocked)
+                if len(found_chain) > 1:
+                    members, pattern = found_chain, pname
                     break
-        task_name = "".join(members) if len(members) > 1 else name
+        if len(members) == 1:
+            node = nodes[name]
+            assigned[name] = name
+            tasks.append(Task(
+                name=name, op_type=node.op_type, members=(name,),
+                inputs=tuple(dict.fromkeys(alias.get(t, t) for t in node.inputs if t)),
+                outputs=tuple(t for t in node.outputs if t)))
+            continue
+        task_name = "".join(members)
         for m in members:
             assigned[m] = task_name
         inside = set(members)
-        ins: list[str] = []
+        ins: dict[str, None] = {}  # ordered, O(1) membership on long chains
         outs: list[str] = []
         for m in members:
             node = nodes[m]
             for t in node.inputs:
                 r = alias.get(t, t)
-                if r and producer.get(r) not in inside and r not in ins:
-                    ins.append(r)
+                if r and r not in ins and producer.get(r) not in inside:
+                    ins[r] = None
             for t in node.outputs:
-                if not t:
-                    continue
-                if len(members) == 1 or t in graph_outputs or not inside.issuperset(
-                        consumers.get(t, ())):
+                if t and (t in graph_outputs
+                          or not inside.issuperset(consumers.get(t, ()))):
                     outs.append(t)
         first = nodes[members[0]]
         tasks.append(Task(name=task_name, op_type=first.op_type, members=tuple(members),
                           pattern=pattern, inputs=tuple(ins), outputs=tuple(outs)))
-        if len(members) > 1:
-            fusions.append(Fusion(name=task_name, op_type=first.op_type, pattern=pattern,
-                                  members=tuple(members)))
+        fusions.append(Fusion(name=task_name, op_type=first.op_type, pattern=pattern,
+                              members=tuple(members)))
     return attrs.evolve(opt, tasks=tuple(tasks), fusions=tuple(fusions))
 
 
@@ -320,13 +325,13 @@ def _match(
     producer: Mapping[str, str],
     consumers: Mapping[str, list[str]],
     graph_outputs: set[str],
-    opt: OptimizedGraph,
-    eligible: object,
+    alias: Mapping[str, str],
+    assigned: Mapping[str, str],
+    blocked: set[str],
 ) -> list[str]:
     """The longest valid chain from ``start`` along ``pattern`` (:func:`_compile`;
-    ``[start]`` when none)."""
-    ok = eligible  # a callable: node name -> may join a fusion
-    assert callable(ok)
+    ``[start]`` when none). A node may join when it is in no task yet (``assigned``) and
+    not ``blocked`` (an AI CPU node)."""
     sets, options = pattern
     if nodes[start].op_type not in sets[0]:
         return [start]
@@ -335,16 +340,15 @@ def _match(
     first = order[start]
     step = 0
     while True:
-        cur = members[-1]
-        found = [c for t in nodes[cur].outputs if t for c in consumers.get(t, ())
-                 if c not in inside and ok(c)]
+        found = [c for t in nodes[members[-1]].outputs if t for c in consumers.get(t, ())
+                 if c not in inside and c not in assigned and c not in blocked]
         nexts = (sorted(set(found), key=order.__getitem__) if len(found) > 1 else found)
         chosen = None
         for want in options[step]:
             wanted = sets[want]
             for c in nexts:
                 if nodes[c].op_type in wanted and _inputs_ready(
-                        c, first, inside, nodes, order, producer, opt):
+                        c, first, inside, nodes, order, producer, alias):
                     chosen = (c, want)
                     break
             if chosen:
@@ -380,10 +384,9 @@ def _complete(sets: Sequence[frozenset[str]], types: list[str]) -> bool:
 
 def _inputs_ready(candidate: str, start: int, inside: set[str], nodes: Mapping[str, Node],
                   order: Mapping[str, int], producer: Mapping[str, str],
-                  opt: OptimizedGraph) -> bool:
+                  alias: Mapping[str, str]) -> bool:
     """Every input of ``candidate`` is from the chain (``inside``, starting at position
     ``start``) or produced before it starts (so merging cannot create a cycle)."""
-    alias = opt.alias
     for t in nodes[candidate].inputs:
         if not t:
             continue

@@ -20,7 +20,7 @@ import onnx
 
 from geplug.device import Graph, Node, Tensor
 from geplug.device.ir import TensorKind
-from geplug_simulator.importer import DTYPE_NAMES, ImportedModel, TensorType
+from geplug_simulator.importer import DTYPE_NAMES, ImportedModel, TensorType, node_io
 
 __all__ = ["device_graph", "needs_probe", "probe_shapes", "with_types"]
 
@@ -60,20 +60,21 @@ def device_graph(imported: ImportedModel, types: Mapping[str, TensorType] | None
                             else "input" if name in inputs else "activation")
         tensors[name] = Tensor(name=name, dtype=t.dtype, shape=t.shape, kind=kind)
     nodes = []
-    for node in imported.model.graph.node:  # each protobuf field read once (upb reads cost)
-        name, op = node.name, node.op_type
+    # names, op types, inputs and outputs as the importer read them (``node_io``); only
+    # the attributes are read here
+    for (name, op, ins, outs), node in zip(node_io(imported), imported.model.graph.node,
+                                           strict=True):
         info = by_name.get(name)
         nodes.append(Node(name=name, op_type=info.op_type if info else op, source_op=op,
-                          inputs=tuple(node.input), outputs=tuple(node.output),
-                          attrs=_node_attrs(node, op)))
+                          inputs=ins, outputs=outs, attrs=_node_attrs(node, op)))
     return Graph(name=imported.name, nodes=tuple(nodes), tensors=tensors,
                  inputs=imported.inputs, outputs=imported.outputs)
 
 
 def needs_probe(imported: ImportedModel, types: Mapping[str, TensorType]) -> bool:
     """Whether a node output has a dimension shape inference left open."""
-    for node in imported.model.graph.node:
-        for out in node.output:
+    for _, _, _, outs in node_io(imported):
+        for out in outs:
             t = types.get(out)
             if out and (t is None or t.shape is None or any(d is None for d in t.shape)):
                 return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -25,9 +25,11 @@ __all__ = [
     "FLOAT_NAMES",
     "PINNED_OPSET",
     "ImportedModel",
+    "NodeIO",
     "TensorType",
     "import_model",
     "load_model",
+    "node_io",
     "tensor_type",
 ]
 
@@ -67,6 +69,10 @@ class TensorType:
     shape: tuple[int | None, ...] | None
 
 
+NodeIO = tuple[str, str, tuple[str, ...], tuple[str, ...]]
+"""A node's name, ONNX op type, input names and output names (see ``ImportedModel.node_io``)."""
+
+
 @attrs.frozen(kw_only=True)
 class ImportedModel:
     """A checked, opset-pinned, uniquely named model and what was inferred about it."""
@@ -82,6 +88,11 @@ class ImportedModel:
     """Graph inputs the caller must feed (initializers excluded)."""
     outputs: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    node_io: tuple[NodeIO, ...] = attrs.field(default=(), repr=False, eq=False)
+    """Each node of ``model.graph.node`` in order: name, ONNX op type, inputs, outputs, as
+    the importer read them (each protobuf field read costs about a microsecond, so the
+    device IR, the precision inputs and the op records reuse these reads instead of reading
+    the protobuf again). Empty for a model built otherwise: readers then read ``model``."""
 
 
 def load_model(model: Any) -> onnx.ModelProto:
@@ -235,20 +246,30 @@ def _name_nodes(graph: onnx.GraphProto) -> None:
 
 
 def _original_dtype(
-    node: onnx.NodeProto, types: Mapping[str, TensorType]
+    ins: Sequence[str], outs: Sequence[str], types: Mapping[str, TensorType]
 ) -> str | None:
-    ins = [types[n].dtype for n in node.input if n and n in types
-           and types[n].dtype in _NUMERIC]
-    outs = [types[n].dtype for n in node.output if n and n in types
-            and types[n].dtype in _NUMERIC]
-    if node.input and node.input[0] in types and types[node.input[0]].dtype in FLOAT_NAMES:
-        return types[node.input[0]].dtype
-    if outs:
-        return outs[0]
-    floats = [d for d in ins if d in FLOAT_NAMES]
+    """The dtype a node computes in: its first input's when floating, else its first
+    numeric output's, else its first floating or numeric input's."""
+    if ins and ins[0] in types and types[ins[0]].dtype in FLOAT_NAMES:
+        return types[ins[0]].dtype
+    for n in outs:
+        if n and n in types and types[n].dtype in _NUMERIC:
+            return types[n].dtype
+    numeric = [types[n].dtype for n in ins if n and n in types
+               and types[n].dtype in _NUMERIC]
+    floats = [d for d in numeric if d in FLOAT_NAMES]
     if floats:
         return floats[0]
-    return ins[0] if ins else None
+    return numeric[0] if numeric else None
+
+
+def node_io(imported: ImportedModel) -> tuple[NodeIO, ...]:
+    """``imported.node_io``, or the same read from the protobuf when the model was built
+    without it."""
+    graph = imported.model.graph
+    if len(imported.node_io) == len(graph.node):
+        return imported.node_io
+    return tuple((n.name, n.op_type, tuple(n.input), tuple(n.output)) for n in graph.node)
 
 
 def _check_operators(graph: onnx.GraphProto) -> None:
@@ -335,23 +356,27 @@ def import_model(model: Any, *, name: str = "", default_name: str = "") -> Impor
     initializers = frozenset(i.name for i in graph.initializer)
     producer: dict[str, str] = {}
     infos: list[NodeInfo] = []
-    for node in graph.node:
+    io: list[NodeIO] = []
+    for node in graph.node:  # each protobuf field read once (``ImportedModel.node_io``)
+        node_name, op = node.name, node.op_type
+        ins, outs = tuple(node.input), tuple(node.output)
         ranks = [
             len(types[n].shape or ()) if n in types and types[n].shape is not None else None
-            for n in node.input
+            for n in ins
         ]
-        orig = _original_dtype(node, types)
+        orig = _original_dtype(ins, outs, types)
         preds = tuple(dict.fromkeys(
-            producer[n] for n in node.input
+            producer[n] for n in ins
             if n in producer and n in types and types[n].dtype in FLOAT_NAMES
         ))
         infos.append(NodeInfo(
-            name=node.name, onnx_op=node.op_type, op_type=ascend_op_type(node.op_type, ranks),
+            name=node_name, onnx_op=op, op_type=ascend_op_type(op, ranks),
             original_dtype=orig, predecessors=preds,
         ))
-        for out in node.output:
+        io.append((node_name, op, ins, outs))
+        for out in outs:
             if out:
-                producer[out] = node.name
+                producer[out] = node_name
     inputs = tuple(i.name for i in graph.input if i.name not in initializers)
     return ImportedModel(
         model=proto,
@@ -364,4 +389,5 @@ def import_model(model: Any, *, name: str = "", default_name: str = "") -> Impor
         inputs=inputs,
         outputs=tuple(o.name for o in graph.output),
         notes=tuple(notes),
+        node_io=tuple(io),
     )

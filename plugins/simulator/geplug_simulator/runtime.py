@@ -11,11 +11,13 @@ overflow still yields inf.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,7 +27,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper
 
 from geplug.backend import SampleModel
-from geplug.device import DeviceModel, OptimizedGraph, build_device_model, optimize
+from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
 from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
@@ -39,6 +41,7 @@ from geplug_simulator.importer import (
     ImportedModel,
     TensorType,
     import_model,
+    node_io,
     tensor_type,
 )
 from geplug_simulator.rewrite import RewrittenModel, rewrite
@@ -85,6 +88,36 @@ def session_options(threads: int | None = None, spin: bool = False) -> ort.Sessi
     # naming the node, so its own log line would only repeat it on stderr
     so.log_severity_level = 4
     return so
+
+
+OVERLAP = True
+"""Build the device model while onnxruntime creates the session (on 2+ cores; see
+:meth:`SimRuntime._session_and_device`). ``False`` runs them one after the other (the
+compile-speed bench compares both)."""
+
+
+def _overlap_enabled() -> bool:
+    return OVERLAP and (os.cpu_count() or 1) >= 2
+
+
+@contextlib.contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a compile (re-enabled after, if it was on).
+
+    A compile allocates ~10 objects per node (IR records, decisions, tasks, costs) and keeps
+    nearly all of them: the collector's passes during it find no garbage, and a full pass
+    walks every live object of the process (~0.1 s at 10,000 nodes), landing in whichever
+    pass happens to allocate (measured: 15-20% of a 10,000-node compile's CPU). Reference
+    counting still frees everything acyclic at once; the collector runs again after the
+    compile."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _node_of(message: str) -> str:
@@ -262,20 +295,36 @@ def device_infos(imported: ImportedModel, opt: OptimizedGraph) -> list[NodeInfo]
     """The precision inputs of the device nodes: folded, eliminated and view nodes are no
     tasks, so a grey-list op's predecessors are the device nodes producing its floating
     inputs, whatever way the exporter spelled its constants."""
-    by_name = {n.name: n for n in opt.graph.nodes}
-    infos = {i.name: i for i in imported.nodes}
+    device = set(opt.device_nodes)
+    graph_nodes = opt.graph.nodes
+    # the device IR lists the importer's nodes in the importer's order (device_graph)
+    pairs: Iterable[tuple[NodeInfo, Node | None]]
+    if len(graph_nodes) == len(imported.nodes) and all(
+            i.name == n.name for i, n in zip(imported.nodes, graph_nodes, strict=True)):
+        pairs = zip(imported.nodes, graph_nodes, strict=True)
+    else:
+        by_name = {n.name: n for n in graph_nodes}
+        pairs = zip(imported.nodes, (by_name.get(i.name) for i in imported.nodes),
+                    strict=True)
+    found: dict[str, NodeInfo] = {}
     floats = {n for n, t in imported.types.items() if t.dtype in FLOAT_NAMES}
     alias, producer = opt.alias, opt.producer
-    out: list[NodeInfo] = []
-    for name in opt.device_nodes:
-        info = infos[name]
-        preds = tuple(dict.fromkeys(
-            p for t in by_name[name].inputs
-            if t in floats and (p := producer.get(alias.get(t, t))) is not None))
+    for info, node in pairs:
+        if node is None or info.name not in device:
+            continue
+        ins = node.inputs
+        if len(ins) == 1:  # most nodes: no dict to build
+            t = ins[0]
+            p = producer.get(alias.get(t, t)) if t in floats else None
+            preds: tuple[str, ...] = () if p is None else (p,)
+        else:
+            preds = tuple(dict.fromkeys(
+                p for t in ins
+                if t in floats and (p := producer.get(alias.get(t, t))) is not None))
         # the importer's predecessors already hold where no fold or view intervened
-        out.append(info if preds == info.predecessors
-                   else attrs.evolve(info, predecessors=preds))
-    return out
+        found[info.name] = (info if preds == info.predecessors
+                            else attrs.evolve(info, predecessors=preds))
+    return [found[name] for name in opt.device_nodes]
 
 
 def _refuse_collectives(imported: ImportedModel) -> None:
@@ -323,6 +372,13 @@ class SimRuntime:
                 f"compile option fusion={fusion!r}: expected True (the product's fusion "
                 "patterns, as GE fuses) or False (every node its own task, as with GE's "
                 "fusion_switch_file turning graph and UB fusion off)", node="")
+        with cyclic_gc_paused():
+            return self._compile(model, name, fusion, options.get("threads",
+                                                                  self.factory.threads))
+
+    def _compile(self, model: Any, name: str, fusion: bool, threads: int | None
+                 ) -> CompiledModel:
+        """:meth:`compile` after its options are checked (the collector paused)."""
         system = self.system
         stem = ""
         if isinstance(model, (str, os.PathLike)):
@@ -330,13 +386,13 @@ class SimRuntime:
         # the model name: name=, else the ONNX graph name, else the file stem (docs/dump.md)
         imported = import_model(model, name=name, default_name=stem)
         _refuse_collectives(imported)
-        factory = SessionFactory(options.get("threads", self.factory.threads), self)
+        factory = SessionFactory(threads, self)
         imported, opt, shape_note = self._exact_shapes(imported, factory)
         infos = device_infos(imported, opt)
         decisions = tuple(decide(infos, system.product, system.config))
         rewritten = rewrite(imported, decisions)
-        session = factory.session(rewritten.model, imported.name, blocked=True)
-        device = self.device_model(imported, opt, decisions, fusion=fusion)
+        session, device = self._session_and_device(factory, rewritten, imported, opt,
+                                                   decisions, fusion)
         costs, specs, records = self._tasks(imported, device, decisions, rewritten)
         kernel_files = write_kernel_meta(system.product, system.config, specs)
         model_id = system.next_model_id()
@@ -355,6 +411,49 @@ class SimRuntime:
             ))
         self.models.append(compiled)
         return compiled
+
+    def _session_and_device(
+        self, factory: SessionFactory, rewritten: RewrittenModel, imported: ImportedModel,
+        opt: OptimizedGraph, decisions: Sequence[Any], fusion: bool,
+    ) -> tuple[ort.InferenceSession, DeviceModel]:
+        """The onnxruntime session of ``rewritten`` and the device model, overlapped.
+
+        Neither feeds the other, and onnxruntime initialises a session in C++ with the GIL
+        released, so on a machine with 2+ cores the session is made on a worker thread
+        while this thread builds the device model: the device model's CPU is unchanged, its
+        wall time hides behind the session's. Errors surface as they would in sequence:
+        onnxruntime's refusal (a :class:`CompileError` naming the node) first, then the
+        device model's (a :class:`~geplug.device.memory.DeviceMemoryError`); the worker is
+        always joined before this returns or raises (the profiling export forks only when
+        no other thread runs)."""
+        if not _overlap_enabled():
+            session = factory.session(rewritten.model, imported.name, blocked=True)
+            return session, self.device_model(imported, opt, decisions, fusion=fusion)
+        made: list[ort.InferenceSession] = []
+        failed: list[BaseException] = []
+
+        def make() -> None:
+            try:
+                made.append(factory.session(rewritten.model, imported.name, blocked=True))
+            except BaseException as exc:  # re-raised on the calling thread below
+                failed.append(exc)
+
+        worker = threading.Thread(target=make, name="geplug-sim-session", daemon=True)
+        worker.start()
+        device: DeviceModel | None = None
+        device_error: BaseException | None = None
+        try:
+            device = self.device_model(imported, opt, decisions, fusion=fusion)
+        except BaseException as exc:
+            device_error = exc
+        finally:
+            worker.join()
+        if failed:
+            raise failed[0]
+        if device_error is not None:
+            raise device_error
+        assert device is not None
+        return made[0], device
 
     # -- the device model (geplug.device) ----------------------------------------------------
 
@@ -398,7 +497,7 @@ class SimRuntime:
         """Per task: its cost, kernel description and op record."""
         by_node = {d.node: d for d in decisions}
         graph_inputs = set(imported.inputs)
-        node_inputs = {n.name: tuple(n.input) for n in imported.model.graph.node}
+        node_inputs = {name: ins for name, _, ins, _ in node_io(imported)}
         costs: dict[str, OpCost] = {}
         specs: list[KernelSpec] = []
         records: list[OpRecord] = []
