@@ -45,6 +45,10 @@ __all__ = ["DeviceModel", "TaskPlan", "build_device_model", "copy_us"]
 
 _FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
 
+_COST_KEY_MEMBERS = 8
+"""Tasks of up to this many members have their cost looked up by key (repeated layers);
+a longer fused chain is costed directly (hashing its key would cost as much)."""
+
 
 @attrs.frozen(kw_only=True)
 class TaskPlan:
@@ -212,13 +216,16 @@ def build_device_model(
                           for n, k in zip(members, classes, strict=True))
         engine = getattr(ds[0], "engine", "AI_CORE") or "AI_CORE"
         moved = moved_by_task[index]
-        key = (tuple(n.op_type for n in members), works, tuple(dtypes), tuple(classes),
-               engine, moved, l2_served[index])
-        cost = costs.get(key)
+        key = ((tuple(n.op_type for n in members), works, tuple(dtypes), tuple(classes),
+                engine, moved, l2_served[index])
+               if len(members) <= _COST_KEY_MEMBERS else None)
+        cost = costs.get(key) if key is not None else None
         if cost is None:
-            cost = costs[key] = task_cost(
-                members, works, dtypes, engine=engine, bytes_moved=moved, product=product,
-                issue_mode=issue_mode, op_classes=classes, l2_bytes=l2_served[index])
+            cost = task_cost(members, works, dtypes, engine=engine, bytes_moved=moved,
+                             product=product, issue_mode=issue_mode, op_classes=classes,
+                             l2_bytes=l2_served[index])
+            if key is not None:
+                costs[key] = cost
         for w, n in zip(works, members, strict=True):
             if w.unresolved:
                 for t in (*n.inputs, *n.outputs):
