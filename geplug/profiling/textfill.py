@@ -21,6 +21,7 @@ prints nothing) and ``%%``.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, NamedTuple
@@ -53,9 +54,10 @@ piece is written before the next is rendered: bounded memory) and written withou
 
 def write_pieces(fh: IO[str], pieces: Pieces) -> None:
     """Append ``pieces`` to the text handle ``fh``: to its binary buffer after flushing its
-    text layer (no decode / encode round trip), or decoded when it has no buffer."""
+    text layer (no decode / encode round trip), or decoded when it has no buffer or where the
+    text layer would translate ``\\n`` (not on POSIX)."""
     buffer = getattr(fh, "buffer", None)
-    if buffer is None:
+    if buffer is None or os.linesep != "\n":
         fh.write(b"".join(pieces).decode("utf-8"))
         return
     fh.flush()
