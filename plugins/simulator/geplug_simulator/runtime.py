@@ -32,7 +32,7 @@ from geplug.errors import BackendError, CompileError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
 from geplug.precision import NodeInfo, decide
-from geplug_simulator.blocked import keep_blocked, value_shapes, worth_trying
+from geplug_simulator.blocked import Shape, keep_blocked, worth_trying
 from geplug_simulator.compiled import CompiledModel
 from geplug_simulator.cost import OpCost
 from geplug_simulator.devicegraph import device_graph, needs_probe, probe_shapes, with_types
@@ -177,22 +177,25 @@ class SessionFactory:
             task_ids={r.name: r.task_id for r in compiled.ops})
         return types, device, costs
 
-    def session(self, model: onnx.ModelProto, name: str, *, blocked: bool = False
-                ) -> ort.InferenceSession:
+    def session(self, model: onnx.ModelProto, name: str, *,
+                blocked: Mapping[str, TensorType] | None = None) -> ort.InferenceSession:
         """A session of ``model``; onnxruntime's refusal becomes a :class:`CompileError`.
 
-        ``blocked``: keep float16-emulation Cast pairs in onnxruntime's NCHWc layout
-        (:mod:`geplug_simulator.blocked`; outputs bit-identical) when the model has any."""
+        ``blocked`` (the model's tensor types): keep float16-emulation Cast pairs in
+        onnxruntime's NCHWc layout (:mod:`geplug_simulator.blocked`; outputs bit-identical)
+        when the model has any."""
         model = loadable_by_onnxruntime(model)
         spin = self.runtime is not None and self.runtime.spin_policy().spin
         data = model.SerializeToString()
         options = session_options(self.threads, spin)
-        if blocked and len(data) < BLOCKED_MAX_BYTES and worth_trying(model):
+        if blocked is not None and len(data) < BLOCKED_MAX_BYTES and worth_trying(model):
+            shapes: dict[str, Shape] = {
+                n: tuple(d for d in t.shape if d is not None) for n, t in blocked.items()
+                if t.shape is not None and None not in t.shape}
             with tempfile.TemporaryDirectory(prefix="geplug_sim_") as tmp:
                 options.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
                 session = self._create(data, options, name)
-                edited = keep_blocked(onnx.load(options.optimized_model_filepath),
-                                      value_shapes(model))
+                edited = keep_blocked(onnx.load(options.optimized_model_filepath), shapes)
             if edited is None:
                 return session
             options = session_options(self.threads, spin)
@@ -427,14 +430,14 @@ class SimRuntime:
         always joined before this returns or raises (the profiling export forks only when
         no other thread runs)."""
         if not _overlap_enabled():
-            session = factory.session(rewritten.model, imported.name, blocked=True)
+            session = factory.session(rewritten.model, imported.name, blocked=imported.types)
             return session, self.device_model(imported, opt, decisions, fusion=fusion)
         made: list[ort.InferenceSession] = []
         failed: list[BaseException] = []
 
         def make() -> None:
             try:
-                made.append(factory.session(rewritten.model, imported.name, blocked=True))
+                made.append(factory.session(rewritten.model, imported.name, blocked=imported.types))
             except BaseException as exc:  # re-raised on the calling thread below
                 failed.append(exc)
 
