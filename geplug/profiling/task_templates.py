@@ -54,9 +54,17 @@ class TemplateRows:
         cuts = np.flatnonzero(steps[1:] != steps[:-1]) + 1
         tail = int(cuts[-1]) if len(cuts) else 0
         self._pending = block[tail:]
-        bounds = [0, *cuts.tolist()]
-        for lo, hi in itertools.pairwise(bounds):
-            self._segment(block[lo:hi])
+        if not tail:
+            return
+        done = block[:tail]
+        bounds = np.array([0, *cuts.tolist()], dtype=np.int64)
+        first = np.repeat(bounds[:-1], np.diff(bounds))  # each row's segment's first row
+        rel = done[:, :7].copy()  # every complete segment made relative at once
+        rel[:, 0] -= done[first, 0]
+        rel[:, 2:6] -= done[first, 2][:, None]
+        gid0s, bases = done[bounds[:-1], 0].tolist(), done[bounds[:-1], 2].tolist()
+        for j, (lo, hi) in enumerate(itertools.pairwise(bounds.tolist())):
+            self._add_segment(rel[lo:hi], gid0s[j], bases[j])
 
     def _segment(self, rows: Any) -> None:
         gid0 = int(rows[0, 0])
@@ -64,6 +72,11 @@ class TemplateRows:
         rel = rows[:, :7].copy()
         rel[:, 0] -= gid0
         rel[:, 2:6] -= base
+        self._add_segment(rel, gid0, base)
+
+    def _add_segment(self, rel: Any, gid0: int, base: int) -> None:
+        """One segment's rows relative to its first id and start: its template (reused when
+        equal bytes were seen) and its (first id, template, base) row."""
         key = rel.tobytes()
         tid = self._ids.get(key)
         if tid is None:
