@@ -144,8 +144,7 @@ class StepTraceCollector:
         """The step_trace CSV (header and rows) into ``fh``: every cell is a number or
         ``N/A``, so a row is its cells joined by commas (what the csv module writes for
         them). A block of steps is rendered by numpy from one template per pattern of
-        ``N/A`` cells (:mod:`~geplug.profiling.textfill`); a block with a negative time
-        goes through :meth:`rows`' per-cell path."""
+        ``N/A`` and negative cells (:mod:`~geplug.profiling.textfill`)."""
         fh.write(",".join(HEADER) + "\n")
         fmt = BlockFormatter([])
         patterns: dict[int, int] = {}
@@ -161,31 +160,33 @@ class StepTraceCollector:
                                      arr["has_prev"] & arr["has_fp"], arr["has_rs"],
                                      arr["has_rd"]))
             cells = np.where(shown, cells, 0)
-            if bool((cells < 0).any()) or bool((arr["step"] < -1).any()) or \
-                    bool((arr["model"] < 0).any()):
+            if bool((arr["step"] < -1).any()) or bool((arr["model"] < 0).any()):
                 fh.write("".join(",".join(row) + "\n" for row in _rows(block, device_id)))
                 continue
-            codes = (shown.astype(np.int64) << np.arange(9)).sum(axis=1)
-            for code in np.unique(codes).tolist():
+            negative = cells < 0  # a step end before its last task's end: "-0.128"
+            cells = np.abs(cells)
+            codes = ((shown.astype(np.int64) << np.arange(9)).sum(axis=1) |
+                     (negative.astype(np.int64) << np.arange(9, 18)).sum(axis=1))
+            uniq, inverse = np.unique(codes, return_inverse=True)
+            for code in uniq.tolist():
                 if code not in patterns:
                     patterns[code] = len(patterns)
                     fmt.put(patterns[code], _csv_template(device_id, code))
-            lookup = np.zeros(int(codes.max()) + 1, dtype=np.int64)
-            for code, i in patterns.items():
-                if code < len(lookup):
-                    lookup[code] = i
+            idx = np.array([patterns[c] for c in uniq.tolist()], dtype=np.int64)[inverse]
             whole, frac = cells // 1000, cells % 1000
             vals = np.column_stack((arr["step"] + 1, whole[:, 0], frac[:, 0], whole[:, 1],
                                     frac[:, 1], whole[:, 2], frac[:, 2], whole[:, 3],
                                     frac[:, 3], whole[:, 4], frac[:, 4], whole[:, 5],
                                     frac[:, 5], whole[:, 6], frac[:, 6], arr["model"],
                                     whole[:, 7], frac[:, 7], whole[:, 8], frac[:, 8]))
-            write_pieces(fh, fmt.pieces(lookup[codes], vals))
+            write_pieces(fh, fmt.pieces(idx, vals))
 
 
 def _csv_template(device_id: int, code: int) -> str:
-    """The %-template of a step_trace row whose shown cells are the bits of ``code``."""
-    cell = ["%d.%03d" if code >> i & 1 else "N/A%.0s%.0s" for i in range(9)]
+    """The %-template of a step_trace row whose shown cells are bits 0-8 of ``code`` and
+    negative cells bits 9-17 (their absolute value is filled in)."""
+    cell = [("-" if code >> (i + 9) & 1 else "") + "%d.%03d" if code >> i & 1
+            else "N/A%.0s%.0s" for i in range(9)]
     return ",".join([str(device_id), "%d", *cell[:7], "%d", *cell[7:]]) + "\n"
 
 

@@ -87,6 +87,28 @@ def test_step_trace_csv_of_many_steps_is_byte_identical_to_the_csv_module(tmp_pa
     assert got.getvalue() == want.getvalue()
 
 
+def test_step_trace_csv_with_negative_refresh_times_is_byte_identical(tmp_path):
+    guard = StorageGuard(str(tmp_path), str(tmp_path), 0)
+    log = RawLog(str(tmp_path), "training_trace", 0, guard, slice_bytes=1 << 20)
+    steps = StepTraceCollector(log, "", "")
+    t = T0
+    for step in range(120):  # the step ends 128 ns (or 1.5 µs) before its last task does
+        steps.on_bound(1, step, "begin", t)
+        steps.on_task(1, "a", t + 1_000, 3_000, False)
+        steps.on_task(1, "b", t + 17_000, 3_000, False)
+        t += 20_000
+        steps.on_bound(1, step, "end", t - (128 if step % 50 else 1_500))
+    log.close()
+    got = io.StringIO()
+    steps.write_csv(got, 0)
+    want = io.StringIO()
+    w = csv.writer(want, lineterminator="\n")
+    w.writerow(HEADER)
+    w.writerows(steps.rows(0))
+    assert got.getvalue() == want.getvalue()
+    assert ",-0.128," in got.getvalue() and ",-1.500," in got.getvalue()
+
+
 def test_step_trace_csv_is_byte_identical_to_the_csv_module(tmp_path, monkeypatch):
     monkeypatch.setattr(step_trace, "_BLOCK", 5)
     steps = _steps(tmp_path)
