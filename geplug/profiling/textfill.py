@@ -388,43 +388,44 @@ class BlockFormatter:
         return flat[flat != _FILL].data
 
     def _spec(self, seg_idx: list[int], wmax: list[int], var: list[bool], k: int) -> _Spec:
+        """The skeleton of one segment shape and, for every number, its 3-digit chunks (value
+        column, divisor) and the skeleton column and chunk byte of each digit."""
+        parsed = [self._parsed[t] for t in seg_idx]
         parts: list[bytes] = []
-        pos = 0
-        fld: list[int] = []
-        div: list[int] = []
-        cols: list[int] = []
-        src: list[int] = []
-        varying: list[tuple[int, int, int]] = []
-        for r, t in enumerate(seg_idx):
-            p = self._parsed[t]
+        lit_len: list[int] = []
+        for r, p in enumerate(parsed):
             assert p is not None
-            lits = p.lits
-            for c in range(k):
-                lit = lits[c]
+            for lit, wd in zip(p.lits, wmax[r * k:(r + 1) * k], strict=False):
                 parts.append(lit)
-                pos += len(lit)
-                col = r * k + c
-                wd = wmax[col]
-                if not wd:
-                    continue
                 parts.append(b"0" * wd)
-                if var[col]:
-                    varying.append((pos, wd, col))
-                nch = (wd + 2) // 3
-                shown = wd - 3 * (nch - 1)
-                for j in range(nch):
-                    chunk = len(fld)
-                    fld.append(col)
-                    div.append(10 ** (3 * (nch - 1 - j)))
-                    first = 3 - shown if j == 0 else 0
-                    for byte in range(first, 3):
-                        src.append(chunk * 4 + byte)
-                        cols.append(pos)
-                        pos += 1
-            parts.append(lits[k])
-            pos += len(lits[k])
+            parts.append(p.lits[k])
+            lit_len.extend(len(lit) for lit in p.lits)
         skel = np.frombuffer(b"".join(parts), dtype=np.uint8)
-        assert len(skel) == pos
+        rows = len(parsed)
+        width = np.array(wmax, dtype=np.int64)
+        seq = np.empty((rows, 2 * k + 1), dtype=np.int64)
+        seq[:, 0::2] = np.array(lit_len, dtype=np.int64).reshape(rows, k + 1)
+        seq[:, 1::2] = width.reshape(rows, k)
+        flat = seq.ravel()
+        starts = (np.cumsum(flat) - flat).reshape(rows, 2 * k + 1)[:, 1::2].ravel()
+        assert int(flat.sum()) == len(skel)
+        field = np.flatnonzero(width > 0)
+        w = width[field]
+        pos = starts[field]
+        nch = (w + 2) // 3
+        lead = w - 3 * (nch - 1)  # digits shown by each number's first chunk (1-3)
+        chunk_field = np.repeat(np.arange(len(field)), nch)
+        j = np.arange(len(chunk_field)) - np.repeat(np.cumsum(nch) - nch, nch)
+        div = 1000 ** (nch[chunk_field] - 1 - j)
+        shown = np.where(j == 0, lead[chunk_field], 3)
+        start = np.where(j == 0, 0, lead[chunk_field] + 3 * (j - 1))
+        byte_chunk = np.repeat(np.arange(len(chunk_field)), shown)
+        b = np.arange(len(byte_chunk)) - np.repeat(np.cumsum(shown) - shown, shown)
+        src = byte_chunk * 4 + (3 - shown[byte_chunk]) + b
+        cols = (pos[chunk_field] + start)[byte_chunk] + b
+        is_var = np.array(var, dtype=bool)[field]
+        varying = list(zip(pos[is_var].tolist(), w[is_var].tolist(), field[is_var].tolist(),
+                           strict=True))
         as_int: Any = np.intp
-        return _Spec(skel, np.array(fld, dtype=as_int), np.array(div, dtype=np.int64),
-                     np.array(cols, dtype=as_int), np.array(src, dtype=as_int), varying)
+        return _Spec(skel, field[chunk_field].astype(as_int), div.astype(np.int64),
+                     cols.astype(as_int), src.astype(as_int), varying)
