@@ -193,3 +193,13 @@ def test_a_step_with_different_timing_keeps_its_own_exact_rows(tmp_path):
     got, templates = _task_db(tmp_path, [tasks], PMU_KEYS)
     assert got == _reference(tasks, PMU_KEYS)
     assert templates == 2
+
+
+def test_pmu_rows_beyond_the_page_writer_limit_are_the_same_rows(tmp_path, monkeypatch):
+    from geplug.profiling import msprof_db
+
+    monkeypatch.setattr(msprof_db, "PAGE_PMU_MAX_ROWS", 0)  # SQLite expands them instead
+    tasks = _steps_of_tasks(lambda step: (100, 200 + (step == 3), 300))
+    got, _ = _task_db(tmp_path, [tasks[:5], tasks[5:]], PMU_KEYS)
+    assert got == _reference(tasks, PMU_KEYS)
+    assert got["TASK_PMU_INFO"]
