@@ -130,11 +130,7 @@ def keep_blocked(model: onnx.ModelProto, shapes: dict[str, Shape] | None = None
     back to NCHW."""
     shapes = shapes or {}
     graph = model.graph
-    nodes = []
-    for n in graph.node:  # copies: ``model`` stays as it was
-        copy = onnx.NodeProto()
-        copy.CopyFrom(n)
-        nodes.append(copy)
+    nodes = list(graph.node)  # read only: the edit below works on copies
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
            for n in nodes for a in n.attribute):
         return None  # a subgraph may read any value: dropping an unread copy is not provable
@@ -145,9 +141,9 @@ def keep_blocked(model: onnx.ModelProto, shapes: dict[str, Shape] | None = None
     if not twin:
         return None
     outputs = {o.name for o in graph.output}
-    nodes, changed = _fuse_rounded_clips(nodes, consts, outputs)
     new_nodes: list[onnx.NodeProto] = []
     alias: dict[str, str] = {}
+    changed = False
     for n in nodes:
         ins = [alias.get(i, i) for i in n.input]
         if (n.domain == NCHWC and n.op_type == "ReorderInput" and ins[0] in twin
@@ -193,79 +189,6 @@ def keep_blocked(model: onnx.ModelProto, shapes: dict[str, Shape] | None = None
     edited.graph.initializer.extend(keep_inits)
     del edited.graph.value_info[:]
     return edited
-
-
-def _exact_in(value: float, dtype: int) -> bool:
-    """Whether ``value`` is exactly representable in float16 / bfloat16 (``dtype``)."""
-    v = np.float32(value)
-    if dtype == onnx.TensorProto.FLOAT16:
-        return bool(np.float32(np.float16(v)) == v)
-    return bool((v.view(np.uint32) & np.uint32(0xFFFF)) == 0)
-
-
-def _fuse_rounded_clips(nodes: list[onnx.NodeProto], consts: dict[str, np.ndarray],
-                        outputs: set[str]) -> tuple[list[onnx.NodeProto], bool]:
-    """Blocked Conv -> ReorderOutput -> Cast pair -> Clip(lo, hi) becomes the Conv with its
-    Clip fused (onnxruntime's own NCHWc activation, as it fuses a float32 Conv + Clip) ->
-    ReorderOutput -> Cast pair. Rounding is monotone and ``lo``, ``hi`` are exact in the
-    rounded dtype, so rounding then clipping equals clipping then rounding for every value
-    (beyond a bound both give the bound; NaN stays NaN): bit-identical. Only where each
-    tensor of the chain has that one reader."""
-    readers: defaultdict[str, int] = defaultdict(int)
-    for n in nodes:
-        for i in n.input:
-            readers[i] += 1
-    for o in outputs:
-        readers[o] += 1
-    producer = {o: n for n in nodes for o in n.output}
-
-    def only(name: str, op: str, domain: str = "") -> onnx.NodeProto | None:
-        node = producer.get(name)
-        if node is None or node.op_type != op or node.domain != domain or readers[name] != 1:
-            return None
-        return node
-
-    fused: dict[int, tuple[float, float]] = {}
-    dropped: dict[int, str] = {}
-    for k in nodes:
-        if k.op_type != "Clip" or k.domain not in ("", "ai.onnx") or len(k.input) != 3:
-            continue
-        lo, hi = consts.get(k.input[1]), consts.get(k.input[2])
-        up = only(k.input[0], "Cast")
-        down = only(up.input[0], "Cast") if up is not None else None
-        back = only(down.input[0], "ReorderOutput", NCHWC) if down is not None else None
-        conv = only(back.input[0], "Conv", NCHWC) if back is not None else None
-        if lo is None or hi is None or up is None or down is None or conv is None:
-            continue
-        to = {a.name: a.i for a in down.attribute}.get("to")
-        if ({a.name: a.i for a in up.attribute}.get("to") != onnx.TensorProto.FLOAT
-                or to not in _REDUCED or any(a.name == "activation" for a in conv.attribute)
-                or not (_exact_in(float(lo.reshape(())), to)
-                        and _exact_in(float(hi.reshape(())), to))
-                or float(lo.reshape(())) > float(hi.reshape(()))):
-            continue
-        fused[id(conv)] = (float(lo.reshape(())), float(hi.reshape(())))
-        dropped[id(k)] = ""
-        up.output[0] = k.output[0]
-    if not fused:
-        return nodes, False
-    out: list[onnx.NodeProto] = []
-    for n in nodes:
-        if id(n) in dropped:
-            continue
-        if id(n) in fused:
-            n = _with_clip(n, *fused[id(n)])
-        out.append(n)
-    return out, True
-
-
-def _with_clip(conv: onnx.NodeProto, lo: float, hi: float) -> onnx.NodeProto:
-    """A copy of the blocked ``conv`` with onnxruntime's fused Clip activation."""
-    copy = onnx.NodeProto()
-    copy.CopyFrom(conv)
-    copy.attribute.extend([onnx.helper.make_attribute("activation", "Clip"),
-                           onnx.helper.make_attribute("activation_params", [lo, hi])])
-    return copy
 
 
 def _live(nodes: list[onnx.NodeProto], outputs: set[str]) -> list[onnx.NodeProto]:
