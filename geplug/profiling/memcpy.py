@@ -65,7 +65,7 @@ class CopyLog:
         if op is None:
             raise ValueError(f"copy direction {direction!r}: expected one of "
                              f"{sorted(DIRECTIONS)} (host to device, device to host)")
-        self._rows.extend((int(step), op, int(nbytes), int(start_ns), max(1, int(dur_ns))))
+        self._rows.extend((step, op, nbytes, start_ns, dur_ns))  # ints (the per-step path)
 
     def __len__(self) -> int:
         return len(self._rows) // _WIDTH

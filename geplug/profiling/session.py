@@ -136,6 +136,8 @@ class ProfilingSession:
         self.record_tasks = eff.task_level != "off" or eff.aicpu or eff.hccl or eff.l2
         self.copies = CopyLog()
         """Host<->device copies (MEMCPY_ASYNC tasks), kept while tasks are recorded."""
+        self._copy_ns: dict[int, int] = {}
+        """Bytes -> the device model's copy cost in ns (a few sizes per run)."""
         self._extend_task = self.tasks.tasks.extend
         self.steps = (StepTraceCollector(log("training_trace", ageable=False), eff.fp_point,
                                          eff.bp_point) if eff.training_trace else None)
@@ -304,16 +306,17 @@ class ProfilingSession:
         run_base = ev.run.time_base_us
         if whole:
             self._bound(ev.run, "begin", ev.begin_us)  # type: ignore[arg-type]
-            api, copies = self.api, self.copies if self.record_tasks else None
-            if api is not None or copies is not None:
+            api, copies = self.api, self.record_tasks
+            if api is not None or copies:
+                step = ev.run.step
                 for call in ev.calls:
-                    name, start, dur = call[:3]
+                    start, dur = call[1], call[2]
                     start_ns = (run_base * 1000 + round(start * 1000) if run_base
                                 else us_to_ns(start))
                     if api is not None:
-                        api.on_values("runtime", name, start_ns, dur)
-                    if copies is not None and len(call) > 3:
-                        self._copy(ev.run.step, call[3], call[4], start_ns, dur)
+                        api.on_values("runtime", call[0], start_ns, dur)
+                    if copies and len(call) > 3:
+                        self._copy(step, call[3], call[4], start_ns, dur)
         self._tasks_of_step(ev, run_base)
         if whole:
             self._bound(ev.run, "end", ev.end_us)  # type: ignore[arg-type]
@@ -400,8 +403,12 @@ class ProfilingSession:
         """A copy's device task: the device model's copy cost (``copy_us``: the product's
         fixed cost plus bytes over its host link), ending with the host call that waits for
         it; a call longer than that spent the rest issuing it."""
+        dur_ns = self._copy_ns.get(nbytes)
+        if dur_ns is None:
+            dur_ns = self._copy_ns[nbytes] = round(copy_us(nbytes, self.product) * 1000)
         end_ns = start_ns + round(call_us * 1000)
-        dur_ns = min(round(copy_us(nbytes, self.product) * 1000), end_ns - start_ns)
+        if dur_ns > end_ns - start_ns:
+            dur_ns = end_ns - start_ns
         self.copies.add(step, direction, nbytes, end_ns - dur_ns, dur_ns)
 
     def on_marker(self, ev: MarkerEvent) -> None:
