@@ -107,7 +107,7 @@ def cyclic_gc_paused() -> Iterator[None]:
     A compile allocates ~10 objects per node (IR records, decisions, tasks, costs) and keeps
     nearly all of them: the collector's passes during it find no garbage, and a full pass
     walks every live object of the process (~0.1 s at 10,000 nodes), landing in whichever
-    pass happens to allocate (measured: 15-20% of a 10,000-node compile's CPU). Reference
+    pass happens to allocate (measured: 12-20% of a 10,000-node compile's CPU). Reference
     counting still frees everything acyclic at once; the collector runs again after the
     compile."""
     if not gc.isenabled():
