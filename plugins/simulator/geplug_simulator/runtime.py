@@ -27,8 +27,9 @@ import onnxruntime as ort
 from onnx import TensorProto, helper
 
 from geplug.backend import SampleModel
+from geplug.config.problems import Problem
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
-from geplug.errors import BackendError, CompileError
+from geplug.errors import BackendError, CompileError, ConfigError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
 from geplug.precision import NodeInfo, decide
@@ -64,11 +65,20 @@ _self_check_done = False
 
 
 def default_threads() -> int:
-    """Threads per session: ``GEPLUG_SIM_THREADS`` or min(4, CPU count)."""
-    raw = os.environ.get(THREADS_ENV, "")
+    """Threads per session: ``GEPLUG_SIM_THREADS`` (a positive integer; unset or empty:
+    min(4, CPU count)). Any other value is a :class:`ConfigError` naming the variable, never
+    a silent fallback to the default."""
+    raw = os.environ.get(THREADS_ENV) or ""
+    if not raw.strip():
+        return max(1, min(4, os.cpu_count() or 1))
     if raw.strip().isdigit() and int(raw) > 0:
         return int(raw)
-    return max(1, min(4, os.cpu_count() or 1))
+    raise ConfigError([Problem(
+        option=THREADS_ENV, value=raw, severity="error",
+        message=f"{THREADS_ENV} must be a positive integer (onnxruntime's intra-op threads "
+                "per simulated session)",
+        hint=f"export {THREADS_ENV}={max(1, min(4, os.cpu_count() or 1))}, or unset it for "
+             "min(4, CPU count)")], source="environment")
 
 
 def session_options(threads: int | None = None, spin: bool = False) -> ort.SessionOptions:
@@ -350,6 +360,8 @@ class SimRuntime:
         self.system = system
         self.spin_setting = read_spin()
         """``GEPLUG_SIM_SPIN`` as read when the device was opened (a bad value fails here)."""
+        if threads is None:
+            default_threads()  # a bad GEPLUG_SIM_THREADS fails when the device is opened
         self.factory = SessionFactory(threads, self)
         self.models: list[CompiledModel] = []
         self_check(self.factory)
