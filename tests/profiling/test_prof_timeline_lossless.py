@@ -134,3 +134,30 @@ def test_api_calls_keep_exact_ns_and_never_overlap(manager, tmp_path):
     assert len(result.slices) == 3 and result.dropped == []
     starts = [to_ns(e["ts"]) - base * 1000 for e in events]
     assert starts == [0, 1001, 1334]
+
+
+def test_long_runs_rendered_by_numpy_keep_every_slice_and_flow(manager, tmp_path, monkeypatch):
+    # 60 equal steps x 8 kernels: the text export renders these runs with numpy
+    # (geplug.profiling.textfill), not per-event %; Perfetto's rules must still keep them all
+    from geplug.profiling.textfill import BlockFormatter
+
+    rendered: list[int] = []
+    real = BlockFormatter._render
+
+    def spy(self, seg_idx, *args, **kwargs):  # type: ignore[no-untyped-def]
+        rendered.append(len(seg_idx))
+        return real(self, seg_idx, *args, **kwargs)
+
+    monkeypatch.setattr(BlockFormatter, "_render", spy)
+    system = make_system(manager, tmp_path, task_time="l1")
+    durations = [1, 333, 1001, 12345, 7, 999_999, 2, 1_234_567]
+    _drive_ns(system, durations, steps=60)
+    system.shutdown()
+    assert rendered, "the numpy renderer was not used"
+    result = check(timeline(tmp_path))
+    assert result.dropped == [] and result.unterminated == [] and result.unbound_flows == []
+    kernels = [s for ss in result.tracks_of("Ascend Hardware").values() for s in ss]
+    assert sorted(k.end - k.start for k in kernels) == sorted(durations * 60)
+    assert len(result.flows) == len(durations) * 60
+    ordered = sorted(kernels, key=lambda k: k.start)
+    assert all(a.end == b.start for a, b in itertools.pairwise(ordered) if b.name != "op0")
