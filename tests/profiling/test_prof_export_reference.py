@@ -76,15 +76,22 @@ def test_step_trace_track_of_many_steps_is_byte_identical_to_per_event_spans(tmp
     assert got == _track(lambda tl: _reference_track(tl, steps))
 
 
-def test_step_trace_csv_of_many_steps_is_byte_identical_to_the_csv_module(tmp_path):
-    steps = _steps(tmp_path, 150, every=1000, drift=0)
+def _csv_and_reference(steps: StepTraceCollector, device: int) -> tuple[str, str]:
+    """The step_trace CSV ``steps`` writes for ``device``, and the same rows through
+    ``csv.writer`` (the per-row reference the block formatting must equal byte for byte)."""
     got = io.StringIO()
-    steps.write_csv(got, 3)
+    steps.write_csv(got, device)
     want = io.StringIO()
     w = csv.writer(want, lineterminator="\n")
     w.writerow(HEADER)
-    w.writerows(steps.rows(3))
-    assert got.getvalue() == want.getvalue()
+    w.writerows(steps.rows(device))
+    return got.getvalue(), want.getvalue()
+
+
+def test_step_trace_csv_of_many_steps_is_byte_identical_to_the_csv_module(tmp_path):
+    steps = _steps(tmp_path, 150, every=1000, drift=0)
+    got, want = _csv_and_reference(steps, 3)
+    assert got == want
 
 
 def test_step_trace_csv_with_negative_refresh_times_is_byte_identical(tmp_path):
@@ -99,27 +106,17 @@ def test_step_trace_csv_with_negative_refresh_times_is_byte_identical(tmp_path):
         t += 20_000
         steps.on_bound(1, step, "end", t - (128 if step % 50 else 1_500))
     log.close()
-    got = io.StringIO()
-    steps.write_csv(got, 0)
-    want = io.StringIO()
-    w = csv.writer(want, lineterminator="\n")
-    w.writerow(HEADER)
-    w.writerows(steps.rows(0))
-    assert got.getvalue() == want.getvalue()
-    assert ",-0.128," in got.getvalue() and ",-1.500," in got.getvalue()
+    got, want = _csv_and_reference(steps, 0)
+    assert got == want
+    assert ",-0.128," in got and ",-1.500," in got
 
 
 def test_step_trace_csv_is_byte_identical_to_the_csv_module(tmp_path, monkeypatch):
     monkeypatch.setattr(step_trace, "_BLOCK", 5)
     steps = _steps(tmp_path)
-    got = io.StringIO()
-    steps.write_csv(got, 3)
-    want = io.StringIO()
-    w = csv.writer(want, lineterminator="\n")
-    w.writerow(HEADER)
-    w.writerows(steps.rows(3))
-    assert got.getvalue() == want.getvalue()
-    assert "N/A" in got.getvalue()
+    got, want = _csv_and_reference(steps, 3)
+    assert got == want
+    assert "N/A" in got
 
 
 def _task_db(tmp_path, blocks, pmu_keys):

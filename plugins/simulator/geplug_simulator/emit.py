@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from geplug.device import copy_us
 from geplug.errors import AICoreError, GeplugWarning
 from geplug.events import (
     ApiCall,
@@ -137,13 +138,6 @@ class OpPlan:
 def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
     t = types.get(name)
     return tuple(int(d or 1) for d in ((t.shape or ()) if t else ()))
-
-
-def _copy_us(array: Any, compute: Any) -> float:
-    """A modelled aclrtMemcpy: the product's fixed per-call cost plus bytes over its declared
-    host link (``compute.host_copy_overhead_us``, ``compute.host_link_gbps``)."""
-    return compute.host_copy_overhead_us + (
-        getattr(array, "nbytes", 0) / (compute.host_link_gbps * 1e9) * 1e6)
 
 
 def task_refs(task: Any, rw: Any) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
@@ -320,10 +314,10 @@ class StepEmitter:
         """The modelled copies from ``t`` on: ApiCall events, or ``calls`` entries for a
         whole-step record, each carrying its direction and bytes (a MEMCPY_ASYNC task in
         the profile); returns the time after the last."""
-        compute = run.system.product.compute
+        product = run.system.product
         for name, array in arrays.items():
-            duration = _copy_us(array, compute)
             nbytes = int(getattr(array, "nbytes", 0))
+            duration = copy_us(nbytes, product)
             if calls is not None:
                 calls.append((f"aclrtMemcpy({direction}:{name})", t, duration, direction,
                               nbytes))
