@@ -112,6 +112,13 @@ def sample_models() -> list[SampleModel]:
     ]
 
 
+def _refuses_mode(exc: Any) -> bool:
+    """Whether a :class:`~geplug.errors.ConfigError` from opening the system is only the
+    product refusing the precision mode (the demo then tries the next mode)."""
+    errors = [p for p in exc.problems if p.severity == "error"]
+    return bool(errors) and all(p.option == "precision_mode" for p in errors)
+
+
 def run_demo(
     open_system: Callable[[str, dict[str, Any]], Any],
     *,
@@ -146,8 +153,10 @@ def run_demo(
             break
         try:
             system = open_system(product, {"precision_mode": mode})
-        except ConfigError:  # the product's rules refuse this mode (e.g. no bfloat16)
-            skipped.append(mode)
+        except ConfigError as exc:
+            if not _refuses_mode(exc):
+                raise  # anything else (a bad environment setting) is the user's to see
+            skipped.append(mode)  # the product's rules refuse this mode (e.g. no bfloat16)
             continue
         used.append(mode)
         with system:

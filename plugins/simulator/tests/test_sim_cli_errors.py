@@ -64,6 +64,18 @@ def test_demo_skips_modes_the_product_refuses(capsys, tmp_path, monkeypatch):
     assert "NOT FINITE" in out  # allow_fp32_to_fp16 overflows fc1
 
 
+@pytest.mark.parametrize(("variable", "value"), [("GEPLUG_SIM_THREADS", "two"),
+                                                 ("GEPLUG_SIM_SPIN", "yes")])
+def test_demo_names_a_bad_simulator_setting_not_every_mode_refused(
+        variable, value, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(variable, value)
+    assert main(["demo", "--product", any_product().name]) == 1
+    err = capsys.readouterr().err
+    assert variable in err and repr(value) in err
+    assert "no precision mode" not in err and "Traceback" not in err
+
+
 def test_run_refuses_a_negative_step():
     compiled = make_system(any_product()).compile(overflow_model())
     with pytest.raises(RunError, match=r"step=-1") as info:
