@@ -8,7 +8,7 @@ to ``RunInfo.time_base_us`` for task, step and API events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -26,6 +26,7 @@ __all__ = [
     "OpRecord",
     "ProfileEvent",
     "RunInfo",
+    "StepBatchEvent",
     "StepEvent",
     "StepTasksEvent",
     "TaskEvent",
@@ -386,5 +387,65 @@ def expand_tasks(event: StepTasksEvent) -> Iterable[TaskEvent]:
         yield task
 
 
-ProfileEvent = TaskEvent | StepTasksEvent | GraphEvent | StepEvent | ApiCall | MarkerEvent
+def _int64s(values: Any) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def _float64s(values: Any) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.float64)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class StepBatchEvent:
+    """Consecutive whole-step records of one compiled model that share one task table and
+    one set of host calls, as columns: how a backend's deferred steps
+    (``System.defer_profile``) reach the collectors, so many steps cost one vectorised
+    call. Step ``k`` is the :class:`StepTasksEvent` ``records()`` yields: ``run`` with step
+    ``steps[k]``, its tasks from ``start_ns[k]``, its boundaries ``begin_us[k]`` and
+    ``end_us[k]``, call ``j`` of ``calls`` starting at ``call_start_us[k, j]``.
+
+    Sent only when no third-party plugin implements ``geplug_profile``, as whole-step
+    records are; a consumer that does not vectorise can take :meth:`records`.
+    """
+
+    kind: Literal["step_batch"] = "step_batch"
+    run: RunInfo
+    """The first step's run; the others differ only in ``step``."""
+    table: TaskTable
+    steps: np.ndarray = attrs.field(converter=_int64s)
+    begin_us: np.ndarray = attrs.field(converter=_float64s)
+    """Each step's begin, µs after ``run.time_base_us``."""
+    start_ns: np.ndarray = attrs.field(converter=_int64s)
+    """Each step's first task start, integer ns after ``run.time_base_us``."""
+    end_us: np.ndarray = attrs.field(converter=_float64s)
+    calls: tuple[tuple[Any, ...], ...] = ()
+    """The host calls of every step: (name, duration µs), a copy adding its direction and
+    bytes (as :attr:`StepTasksEvent.calls` without the start)."""
+    call_start_us: np.ndarray = attrs.field(converter=_float64s,
+                                            default=np.zeros((0, 0)))
+    """Shape (steps, calls): each call's start, µs after ``run.time_base_us``."""
+
+    def __attrs_post_init__(self) -> None:
+        n = len(self.steps)
+        if not (len(self.begin_us) == len(self.start_ns) == len(self.end_us) == n):
+            raise ValueError(f"StepBatchEvent: {n} steps but {len(self.begin_us)} begins, "
+                             f"{len(self.start_ns)} task starts, {len(self.end_us)} ends")
+        if self.calls and self.call_start_us.shape != (n, len(self.calls)):
+            raise ValueError(f"StepBatchEvent: call_start_us has shape "
+                             f"{self.call_start_us.shape}, expected ({n}, {len(self.calls)})")
+
+    def records(self) -> Iterator[StepTasksEvent]:
+        """The whole-step records this batch stands for, in order."""
+        starts = self.call_start_us.tolist() if self.calls else None
+        for k, (step, begin, start, end) in enumerate(zip(
+                self.steps.tolist(), self.begin_us.tolist(), self.start_ns.tolist(),
+                self.end_us.tolist(), strict=True)):
+            calls = tuple((c[0], at, *c[1:]) for c, at in zip(self.calls, starts[k],
+                                                              strict=True)) if starts else ()
+            yield StepTasksEvent(run=attrs.evolve(self.run, step=step), table=self.table,
+                                 start_ns=start, begin_us=begin, end_us=end, calls=calls)
+
+
+ProfileEvent = (TaskEvent | StepTasksEvent | StepBatchEvent | GraphEvent | StepEvent | ApiCall
+                | MarkerEvent)
 """Everything ``geplug_profile`` receives."""

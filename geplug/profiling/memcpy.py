@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from array import array
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,11 +61,25 @@ class CopyLog:
 
     def add(self, step: int, direction: str, nbytes: int, start_ns: int, dur_ns: int) -> None:
         """Record one copy (``direction``: a key of :data:`DIRECTIONS`)."""
+        self._rows.extend((step, self.operation(direction), nbytes, start_ns, dur_ns))
+
+    @staticmethod
+    def operation(direction: str) -> int:
+        """The ``ENUM_MEMCPY_OPERATION`` id of ``direction`` (a key of :data:`DIRECTIONS`)."""
         op = _OPERATION.get(direction)
         if op is None:
             raise ValueError(f"copy direction {direction!r}: expected one of "
                              f"{sorted(DIRECTIONS)} (host to device, device to host)")
-        self._rows.extend((step, op, nbytes, start_ns, dur_ns))  # ints (the per-step path)
+        return op
+
+    def extend_rows(self, rows: Any) -> None:
+        """Record many copies at once: an int64 array whose last axis is (step, operation
+        id from :meth:`operation`, bytes, start ns, duration ns), in record order."""
+        data = np.ascontiguousarray(rows, dtype=np.int64)
+        if data.shape[-1] != _WIDTH:
+            raise ValueError(f"copy rows: last axis has {data.shape[-1]} values, expected "
+                             f"{_WIDTH} (step, operation, bytes, start ns, duration ns)")
+        self._rows.frombytes(data.tobytes())
 
     def __len__(self) -> int:
         return len(self._rows) // _WIDTH

@@ -109,7 +109,11 @@ def __getattr__(name: str) -> Any:
 
 def session_for(system: System) -> ProfilingSession | None:
     """The session of ``system`` in its manager's profiling plugin, started on first use
-    (``None`` when nothing is collected, or the plugin is disabled)."""
+    (``None`` when nothing is collected, or the plugin is disabled), holding every step run
+    so far (deferred step records are dispatched first)."""
+    flush = getattr(system, "flush_profile", None)
+    if flush is not None and not system.closed:
+        flush()  # the deferred step records first: the reader sees every step run so far
     pm = getattr(getattr(system, "manager", None), "pm", None)
     plugin = pm.get_plugin("profiling") if pm is not None else None
     return plugin.session_for(system) if isinstance(plugin, ProfilingPlugin) else None

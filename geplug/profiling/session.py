@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         ApiCall,
         GraphEvent,
         MarkerEvent,
+        StepBatchEvent,
         StepEvent,
         StepTasksEvent,
         TaskEvent,
@@ -170,6 +171,7 @@ class ProfilingSession:
         self._handlers: dict[str, Callable[[Any], None]] = {
             "task": self.on_task,
             "step_tasks": self.on_step_tasks,
+            "step_batch": self.on_step_batch,
             "graph": self.on_graph,
             "step": self.on_step,
             "api": self.on_api,
@@ -320,6 +322,70 @@ class ProfilingSession:
         self._tasks_of_step(ev, run_base)
         if whole:
             self._bound(ev.run, "end", ev.end_us)  # type: ignore[arg-type]
+
+    def on_step_batch(self, ev: StepBatchEvent) -> None:
+        """Consecutive whole-step records as columns: the step times, the copies' device
+        tasks and every task record of the batch in a few numpy operations. The
+        per-step collectors (step trace, memory, API calls, samplers) and a backend
+        without a time base take the steps one by one (:meth:`StepBatchEvent.records`),
+        so both paths record the same rows."""
+        run_base = ev.run.time_base_us
+        if (self.steps is not None or self.memory is not None or self.api is not None
+                or self.samplers or not run_base or not len(ev.steps)):
+            for record in ev.records():
+                self.on_step_tasks(record)
+            return
+        base_ns = run_base * 1000
+        steps = ev.steps
+        if self._step_open:
+            for step in steps.tolist():
+                self._step_open.pop((ev.run.model_id, step), None)
+        # _bound: an integer ns time is base * 1000 + round(µs * 1000) (rint: half to even)
+        times = np.empty((len(steps), 3), dtype=np.int64)
+        times[:, 0] = steps + 1
+        times[:, 1] = np.rint(ev.begin_us * 1000).astype(np.int64) + base_ns
+        times[:, 2] = np.rint(ev.end_us * 1000).astype(np.int64) + base_ns
+        self.step_times.frombytes(times.tobytes())
+        if self.record_tasks:
+            copies = [(j, c) for j, c in enumerate(ev.calls) if len(c) > 3]
+            if copies:  # _copy, per copy column; rows in step order
+                rows = np.empty((len(steps), len(copies), 5), dtype=np.int64)
+                for k, (j, (_, call_us, direction, nbytes)) in enumerate(copies):
+                    start = np.rint(ev.call_start_us[:, j] * 1000).astype(np.int64) + base_ns
+                    dur_ns = self._copy_ns.get(nbytes)
+                    if dur_ns is None:
+                        dur_ns = self._copy_ns[nbytes] = round(
+                            copy_us(nbytes, self.product) * 1000)
+                    dur_ns = min(dur_ns, round(call_us * 1000))
+                    rows[:, k, 0] = steps
+                    rows[:, k, 1] = self.copies.operation(direction)
+                    rows[:, k, 2] = nbytes
+                    rows[:, k, 3] = start + round(call_us * 1000) - dur_ns
+                    rows[:, k, 4] = dur_ns
+                self.copies.extend_rows(rows)
+        prep = self._prepared(ev.table)
+        if not prep.n:
+            return
+        if self.record_tasks:
+            base = self.base_us
+            if base is None:
+                base = self.base_us = run_base
+            block = np.empty((len(steps), prep.n, 5), dtype=np.int64)
+            block[:] = prep.rec
+            block[:, :, 1] += steps[:, None]
+            block[:, :, 2] += ((run_base - base) * 1000 + ev.start_ns)[:, None]
+            log = self.tasks.tasks
+            for rows in block:  # one step at a time: chunks and slices rotate as before
+                log.extend_array(rows)
+        if self.comm is not None and prep.comm_idx:
+            tasks = ev.table.tasks
+            off = prep.offset_us
+            for start_ns in ev.start_ns.tolist():
+                start0 = run_base + start_ns / 1000
+                for i in prep.comm_idx:
+                    task = tasks[i]
+                    self.comm.on_task(task.op.name, task.op.op_type, start0 + off[i],
+                                      task.duration_us, task.bytes_moved, task.comm)
 
     def _tasks_of_step(self, ev: StepTasksEvent, run_base: int) -> None:
         prep = self._prepared(ev.table)

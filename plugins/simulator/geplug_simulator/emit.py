@@ -18,7 +18,7 @@ import os
 import struct
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -31,6 +31,7 @@ from geplug.events import (
     DumpEvent,
     OpRecord,
     RunInfo,
+    StepBatchEvent,
     StepEvent,
     StepTasksEvent,
     TaskEvent,
@@ -135,6 +136,46 @@ class OpPlan:
     """The placeholder ``RunInfo`` of the template (for the static task table)."""
 
 
+@attrs.frozen
+class StepTemplate:
+    """What every profiled step of one plan set and one set of copy sizes shares: the task
+    table and the modelled host<->device copies (call name, duration µs, bytes), so a step
+    costs a clock reading and one queued record (:meth:`StepEmitter.deferred_events`)."""
+
+    key: tuple[tuple[int, ...], tuple[int, ...]]
+    """The bytes of each input and each output the copies were modelled for."""
+    table: TaskTable
+    h2d: tuple[tuple[str, float, int], ...]
+    d2h: tuple[tuple[str, float, int], ...]
+
+    def walk(self, begin: float,
+             calls: list[tuple[Any, ...]] | None = None) -> tuple[float, int, float]:
+        """The step from ``begin`` (µs after the time base): the time after its input
+        copies (µs), the first task's start (ns) and the step's end (µs); appends the
+        copies to ``calls`` as whole-step record entries when given. One function for the
+        clock and the record, so they agree to the last bit."""
+        t = begin
+        for name, duration, nbytes in self.h2d:
+            if calls is not None:
+                calls.append((name, t, duration, "H2D", nbytes))
+            t += duration
+        after_h2d = t
+        start_ns = round(t * 1000)
+        t = (start_ns + self.table.span_ns) / 1000
+        for name, duration, nbytes in self.d2h:
+            if calls is not None:
+                calls.append((name, t, duration, "D2H", nbytes))
+            t += duration
+        return after_h2d, start_ns, t
+
+
+def _sizes(feeds: Mapping[str, Any], values: Mapping[str, Any],
+           outputs: Iterable[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The bytes of each input and of each of ``outputs`` (a :class:`StepTemplate` key)."""
+    return (tuple([int(getattr(a, "nbytes", 0)) for a in feeds.values()]),
+            tuple([int(getattr(values[n], "nbytes", 0)) for n in outputs]))
+
+
 def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
     t = types.get(name)
     return tuple(int(d or 1) for d in ((t.shape or ()) if t else ()))
@@ -193,11 +234,101 @@ class StepEmitter:
         self._plans: list[OpPlan] | None = None
         self._with_tasks = False
         self._table: TaskTable | None = None
+        self._template: StepTemplate | None = None
+        self._fast: tuple[Any, int, StepTemplate, tuple[str, ...], list[int]] | None = None
+        """(plugin registry, its generation, template, output names, the template's input
+        and output bytes in one list) while steps go to
+        ``System.defer_profile`` unchanged: the step's whole cost is then a clock reading,
+        a size check and one queued record (measured in situ, right after the step's
+        kernels, a step's full dispatch costs ~10x what it costs hot)."""
+        self._deferring = False
+        """Whether whole-step records go through ``System.defer_profile`` (after the first
+        one, which is dispatched at once so the ``PROF_*`` directory appears with it)."""
 
     def invalidate(self) -> None:
         """Forget the plans (the op times or shapes were re-modelled)."""
         self._plans = None
         self._table = None
+        self._template = None
+        self._fast = None
+
+    def template(self, feeds: Mapping[str, Any], outputs: Mapping[str, Any]) -> StepTemplate:
+        """The step template for these inputs and outputs (rebuilt when the plans or the
+        copy sizes change)."""
+        key = _sizes(feeds, outputs, outputs)
+        tpl = self._template
+        if tpl is None or tpl.key != key:
+            product = self.compiled.system.product
+
+            def copies(direction: str, sizes: Sequence[int],
+                       names: Sequence[str]) -> tuple[tuple[str, float, int], ...]:
+                return tuple((f"aclrtMemcpy({direction}:{name})", copy_us(n, product), n)
+                             for name, n in zip(names, sizes, strict=True))
+
+            tpl = self._template = StepTemplate(
+                key=key, table=self.table(), h2d=copies("H2D", key[0], list(feeds)),
+                d2h=copies("D2H", key[1], list(outputs)))
+        return tpl
+
+    def run_info(self, step: int) -> RunInfo:
+        """The ``RunInfo`` of ``step`` (the device clock's base set)."""
+        c = self.compiled
+        system = c.system
+        return RunInfo(system=system, model_name=c.name, model_id=c.model_id, step=step,
+                       device_id=system.device_id, dynamic_shape=c.dynamic_shape,
+                       time_base_us=self.base_us or 0)
+
+    def step_record(self, tpl: StepTemplate, step: int, begin: float) -> StepTasksEvent:
+        """The whole-step record of ``step``, begun at ``begin`` with ``tpl``."""
+        calls: list[tuple[Any, ...]] = []
+        _, start_ns, end = tpl.walk(begin, calls)
+        return StepTasksEvent(run=self.run_info(step), table=tpl.table, start_ns=start_ns,
+                              begin_us=begin, end_us=end, calls=tuple(calls))
+
+    def step_batch(self, tpl: StepTemplate,
+                   records: Sequence[tuple[StepTemplate, int, float]]) -> StepBatchEvent:
+        """The steps ``records`` (all with ``tpl``) as one batch: :meth:`StepTemplate.walk`
+        on columns, the same float operations in the same order, so every time equals the
+        one-step record's to the last bit."""
+        steps = [r[1] for r in records]
+        t = np.array([r[2] for r in records], dtype=np.float64)
+        begin = t
+        starts: list[np.ndarray] = []
+        for _, duration, _ in tpl.h2d:
+            starts.append(t)
+            t = t + duration
+        start_ns = np.rint(t * 1000).astype(np.int64)  # round(): half to even, like rint
+        t = (start_ns + tpl.table.span_ns) / 1000
+        for _, duration, _ in tpl.d2h:
+            starts.append(t)
+            t = t + duration
+        calls = tuple((name, duration, direction, nbytes)
+                      for direction, part in (("H2D", tpl.h2d), ("D2H", tpl.d2h))
+                      for name, duration, nbytes in part)
+        return StepBatchEvent(
+            run=self.run_info(steps[0]), table=tpl.table, steps=steps, begin_us=begin,
+            start_ns=start_ns, end_us=t, calls=calls,
+            call_start_us=np.stack(starts, axis=1) if starts else np.zeros((len(steps), 0)))
+
+    def deferred_events(self, records: Sequence[tuple[StepTemplate, int, float]]
+                        ) -> Iterator[StepTasksEvent | StepBatchEvent]:
+        """The events of consecutive steps queued with ``System.defer_profile``: one
+        :class:`StepBatchEvent` per run of steps with one template, or one whole-step
+        record per step when a third-party ``geplug_profile`` plugin appeared meanwhile
+        (it is not promised batches)."""
+        batch = not self.compiled.system.manager.has_external("geplug_profile")
+        i = 0
+        while i < len(records):
+            tpl = records[i][0]
+            j = i + 1
+            while j < len(records) and records[j][0] is tpl:
+                j += 1
+            if batch:
+                yield self.step_batch(tpl, records[i:j])
+            else:
+                for _, step, begin in records[i:j]:
+                    yield self.step_record(tpl, step, begin)
+            i = j
 
     def table(self) -> TaskTable:
         """The static task table of the current plans (built once per plan set): the
@@ -243,7 +374,27 @@ class StepEmitter:
     def emit(self, step: int, feeds: Mapping[str, Any], values: Mapping[str, np.ndarray], *,
              dump: bool, fault: str | None) -> list[Overflow] | None:
         """The events of one step (nothing when no one asks for them). Returns the overflows
-        found in the step's tensors when they were inspected (``dump``), else None."""
+        found in the step's tensors when they were inspected (``dump``), else None.
+
+        A profiled step that only geplug's collectors listen to (no third-party
+        ``geplug_profile`` plugin, no fault that could cut it short) is one whole-step
+        record; without a dump it is queued (``System.defer_profile``) with the step's
+        template and begin time, which is all it costs here."""
+        fast = self._fast
+        if fast is not None and not dump and fault is None:
+            registry, generation, known, names, sizes = fast
+            try:  # (a non-array input has no nbytes: the full path below decides)
+                same = ([a.nbytes for a in feeds.values()] + [values[n].nbytes for n in names]
+                        == sizes)
+            except AttributeError:
+                same = False
+            if same and registry.generation == generation:
+                t = time.time() * 1e6 - self.base_us  # type: ignore[operator]
+                if t < self.clock_us:
+                    t = self.clock_us
+                _, _, self.clock_us = known.walk(t)
+                self.compiled.system.defer_profile(self, (known, step, t))
+                return None
         c = self.compiled
         system = c.system
         prof = system.profiling_enabled
@@ -252,29 +403,40 @@ class StepEmitter:
             return found
         if self.base_us is None:  # the device clock: small, exact floats from a µs base
             self.base_us = int(time.time() * 1e6)
-        base = self.base_us
-        run = RunInfo(system=system, model_name=c.name, model_id=c.model_id, step=step,
-                      device_id=system.device_id, dynamic_shape=c.dynamic_shape,
-                      time_base_us=base)
-        t = max(time.time() * 1e6 - base, self.clock_us)
-        emit_profile = system.emit_profile
+        t = max(time.time() * 1e6 - self.base_us, self.clock_us)
         # one whole-step record when only geplug's collectors listen (and no fault can cut
         # the step short); the separate events when a third-party plugin wants them
         whole = prof and not fault and not system.manager.has_external("geplug_profile")
-        calls: list[tuple[Any, ...]] | None = [] if whole else None
+        tpl: StepTemplate | None = None
+        if whole:
+            tpl = self.template(feeds, {n: values[n] for n in c.imported.outputs})
+            if not dump:
+                _, _, self.clock_us = tpl.walk(t)
+                if self._deferring:
+                    system.defer_profile(self, (tpl, step, t))
+                    registry = system.manager.pm
+                    if hasattr(registry, "generation"):
+                        self._fast = (registry, registry.generation, tpl,
+                                      tuple(c.imported.outputs), [*tpl.key[0], *tpl.key[1]])
+                else:  # the first at once: the PROF_* directory appears with it
+                    self._deferring = True
+                    system.emit_profile(self.step_record(tpl, step, t))
+                return found
+        run = self.run_info(step)
+        emit_profile = system.emit_profile
         begin = t
-        if prof:
-            if not whole:
-                emit_profile(StepEvent(run=run, phase="begin", time_us=t))
-            t = self._copies(run, t, "H2D", feeds, calls)
-            table = self.table()
+        calls: list[tuple[Any, ...]] = []
+        if tpl is not None:
+            t, start_ns, end = tpl.walk(begin, calls)
+        elif prof:
+            emit_profile(StepEvent(run=run, phase="begin", time_us=t))
+            t = self._copies(run, t, "H2D", feeds)
             start_ns = round(t * 1000)
-            if not whole:
-                batch = StepTasksEvent(run=run, table=table, start_ns=start_ns)
-                emit_profile(batch)
-                if system.manager.has_external("geplug_profile"):
-                    for task in expand_tasks(batch):  # per-task events for third parties
-                        emit_profile(task)
+            batch = StepTasksEvent(run=run, table=self.table(), start_ns=start_ns)
+            emit_profile(batch)
+            if system.manager.has_external("geplug_profile"):
+                for task in expand_tasks(batch):  # per-task events for third parties
+                    emit_profile(task)
         if dump or fault:
             offsets = self.table().offset_ns.tolist() if prof else None
             t_op = t
@@ -288,43 +450,39 @@ class StepEmitter:
                 outs = self._tensors(plan.outputs, values, feeds)
                 if dump:
                     event = DumpEvent(kind="data", run=run, op=op, inputs=ins, outputs=outs,
-                                      timestamp_us=base + int(t_op))
+                                      timestamp_us=self.base_us + int(t_op))
                     system.emit_dump(event)
                     if found is not None:
                         found += _overflows(event, system)
                 if op.name == fault:
-                    self._raise_fault(run, op, ins, outs, base + int(t_op))
+                    self._raise_fault(run, op, ins, outs, self.base_us + int(t_op))
                 if offsets is None:
                     t_op += plan.duration_us
-        if prof:
-            t = (start_ns + table.span_ns) / 1000
-            t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs}, calls)
-            if calls is not None:
-                emit_profile(StepTasksEvent(run=run, table=table, start_ns=start_ns,
-                                            begin_us=begin, end_us=t, calls=tuple(calls)))
-            else:
-                emit_profile(StepEvent(run=run, phase="end", time_us=t))
+        if tpl is not None:
+            emit_profile(StepTasksEvent(run=run, table=tpl.table, start_ns=start_ns,
+                                        begin_us=begin, end_us=end, calls=tuple(calls)))
+            t = end
+        elif prof:
+            t = (start_ns + self.table().span_ns) / 1000
+            t = self._copies(run, t, "D2H", {n: values[n] for n in c.imported.outputs})
+            emit_profile(StepEvent(run=run, phase="end", time_us=t))
         else:
             t += sum(p.duration_us for p in self.plans(False))
         self.clock_us = t
         return found
 
-    def _copies(self, run: RunInfo, t: float, direction: str, arrays: Mapping[str, Any],
-                calls: list[tuple[Any, ...]] | None = None) -> float:
-        """The modelled copies from ``t`` on: ApiCall events, or ``calls`` entries for a
-        whole-step record, each carrying its direction and bytes (a MEMCPY_ASYNC task in
-        the profile); returns the time after the last."""
+    def _copies(self, run: RunInfo, t: float, direction: str,
+                arrays: Mapping[str, Any]) -> float:
+        """The modelled copies from ``t`` on as ``ApiCall`` events, each carrying its
+        direction and bytes (a MEMCPY_ASYNC task in the profile); returns the time after
+        the last."""
         product = run.system.product
         for name, array in arrays.items():
             nbytes = int(getattr(array, "nbytes", 0))
             duration = copy_us(nbytes, product)
-            if calls is not None:
-                calls.append((f"aclrtMemcpy({direction}:{name})", t, duration, direction,
-                              nbytes))
-            else:
-                self.compiled.system.emit_profile(ApiCall(
-                    run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
-                    duration_us=duration, copy=(direction, nbytes)))
+            self.compiled.system.emit_profile(ApiCall(
+                run=run, name=f"aclrtMemcpy({direction}:{name})", start_us=t,
+                duration_us=duration, copy=(direction, nbytes)))
             t += duration
         return t
 
