@@ -64,6 +64,17 @@ class RecordLog(SliceLog):
         if len(self._buf) >= self._chunk:
             self.flush()
 
+    def extend_block(self, values: Any) -> None:
+        """Append many records at once from a C-contiguous numpy array of this log's type
+        (``(n, fields)``): the buffered records first, then the block written straight from
+        the array in pieces of at most a chunk (no copy through the buffer), so slices
+        rotate and age as they do record by record."""
+        self.flush()
+        data = memoryview(values).cast("B")
+        size = self._chunk * 8
+        for at in range(0, len(data), size):
+            self._write(data[at:at + size])
+
     def flush(self) -> None:
         """Write every buffered record (dropped when collection has stopped or after
         :meth:`close`)."""
@@ -71,6 +82,10 @@ class RecordLog(SliceLog):
             return
         data = self._buf.tobytes()
         del self._buf[:]
+        self._write(data)
+
+    def _write(self, data: bytes | memoryview) -> None:
+        """Write whole records to the current slice, then rotate or check the disk."""
         if self.closed or self.guard.stopped:
             return
         try:

@@ -370,13 +370,12 @@ class ProfilingSession:
             base = self.base_us
             if base is None:
                 base = self.base_us = run_base
+            shift = np.zeros((len(steps), 1, 5), dtype=np.int64)
+            shift[:, 0, 1] = steps
+            shift[:, 0, 2] = (run_base - base) * 1000 + ev.start_ns
             block = np.empty((len(steps), prep.n, 5), dtype=np.int64)
-            block[:] = prep.rec
-            block[:, :, 1] += steps[:, None]
-            block[:, :, 2] += ((run_base - base) * 1000 + ev.start_ns)[:, None]
-            log = self.tasks.tasks
-            for rows in block:  # one step at a time: chunks and slices rotate as before
-                log.extend_array(rows)
+            np.add(prep.rec, shift, out=block)  # every step's records in one pass
+            self.tasks.tasks.extend_block(block.reshape(-1, 5))
         if self.comm is not None and prep.comm_idx:
             tasks = ev.table.tasks
             off = prep.offset_us

@@ -123,3 +123,30 @@ def test_a_batch_whose_columns_disagree_is_refused(manager, tmp_path):
                        start_ns=[0, 1], end_us=[1.0, 2.0], calls=CALLS,
                        call_start_us=np.zeros((2, 1)))
     system.shutdown()
+
+
+def test_a_block_of_records_lands_as_the_records_one_by_one_in_rotated_slices(tmp_path):
+    from geplug.profiling.layout import new_prof_name
+    from geplug.profiling.records import RecordLog
+    from geplug.profiling.storage import StorageGuard
+
+    def log(name: str) -> RecordLog:
+        root = os.path.join(str(tmp_path), name, new_prof_name(index=1)[0])
+        os.makedirs(root)
+        # a slice of 40 records of 5 fields: a 300-record block spans several slices
+        return RecordLog(root, "task", 0, StorageGuard(str(tmp_path / name), root, 0),
+                         fields=5, slice_bytes=40 * 40)
+
+    rows = np.arange(300 * 5, dtype=np.int64).reshape(300, 5)
+    one, block = log("one"), log("block")
+    one.append((-1, -2, -3, -4, -5))
+    block.append((-1, -2, -3, -4, -5))  # a buffered record before the block goes first
+    for row in rows:
+        one.append(tuple(int(v) for v in row))
+    block.extend_block(rows)
+    one.close()
+    block.close()
+    assert list(block.records()) == list(one.records())
+    assert len(list(block.records())) == 301
+    assert len(block.paths()) > 5
+    assert all(os.path.getsize(p) <= 40 * 40 for p in block.paths())

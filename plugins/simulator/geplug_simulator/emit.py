@@ -237,7 +237,8 @@ class StepEmitter:
         self._template: StepTemplate | None = None
         self._fast: tuple[Any, int, StepTemplate, tuple[str, ...], list[int]] | None = None
         """(plugin registry, its generation, template, output names, the template's input
-        and output bytes in one list) while steps go to
+        and output bytes in one list: checked every step, as an output's size may depend on
+        the data) while steps go to
         ``System.defer_profile`` unchanged: the step's whole cost is then a clock reading,
         a size check and one queued record (measured in situ, right after the step's
         kernels, a step's full dispatch costs ~10x what it costs hot)."""

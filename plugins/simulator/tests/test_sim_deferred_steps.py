@@ -143,3 +143,42 @@ def test_a_batch_walks_each_step_to_the_bit_as_one_record_does(begins):
             assert (got.run.step, got.begin_us, got.start_ns, got.end_us, got.calls) == \
                 (want.run.step, want.begin_us, want.start_ns, want.end_us, want.calls)
         system._deferred.clear()  # nothing of these records is for the collectors
+
+
+def test_each_queued_step_copies_the_bytes_of_its_own_inputs(tmp_path):
+    """A model with a symbolic batch: a new input shape re-models the step."""
+    from geplug_simulator.demo import build_cnn
+
+    with _open(tmp_path) as system:
+        model = system.compile(build_cnn())
+        (name,) = model.inputs
+        shape = [d or 1 for d in model.inputs[name].shape]
+        batches = [1, 1, 3, 3, 1, 2]
+        for batch in batches:
+            model.run({name: np.zeros([batch, *shape[1:]], np.float32)})
+        session = session_for(system)
+        h2d = [nbytes for _, direction, nbytes, _, _ in session.copies.rows()
+               if direction == "H2D"]
+        per_image = 4 * int(np.prod(shape[1:]))
+        assert h2d == [b * per_image for b in batches]
+
+
+def test_an_output_of_data_dependent_size_copies_its_own_bytes_each_step(tmp_path):
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["y"], name="nz")], "nonzero",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2, "n"])])
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with _open(tmp_path) as system:
+        model = system.compile(onnx_model)  # a static input does not fix the output
+        counts = [1, 1, 5, 5, 8, 2]
+        for n in counts:
+            x = np.zeros((1, 8), np.float32)
+            x[0, :n] = 1.0
+            model.run({"x": x})
+        session = session_for(system)
+        d2h = [nbytes for _, direction, nbytes, _, _ in session.copies.rows()
+               if direction == "D2H"]
+        assert d2h == [2 * 8 * n for n in counts]  # int64 indices, 2 x n
