@@ -161,6 +161,38 @@ ROWS: list[tuple[str, str, str, float, str, Callable[[], float]]] = [
     ("atlas_infer", "MobileNetV2 inference, bs 4, fp16 (img/s)", "e2e", 7072.0,
      "Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md (310P table, ID 100041)",
      lambda: inference_throughput(nb.mobilenet_v2(batch=4), "atlas_infer", "force_fp16", 4)),
+    # More 310P3 rows, each model's own ModelZoo README (ATC, ais_bench pure inference; the
+    # best batch of its table; no --enable_small_channel, no AIPP unless said). Held out.
+    ("atlas_infer", "ResNet-34 inference, bs 32, fp16 (img/s)", "e2e", 5527.69,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/contrib/cv/classfication/ResNet34/README.md "
+     "(310P3 table, commit b3af8737)",
+     lambda: inference_throughput(nb.resnet34(batch=32, weights="input"), "atlas_infer",
+                                  "force_fp16", 32)),
+    ("atlas_infer", "ResNet-101 inference, bs 8, fp16 (img/s)", "e2e", 2793.40,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/built-in/cv/Resnet101_Pytorch_Infer/README.md "
+     "(310P3 table, commit e9c424a2; AIPP, small channel)",
+     lambda: inference_throughput(nb.resnet101(batch=8, weights="input"), "atlas_infer",
+                                  "force_fp16", 8)),
+    ("atlas_infer", "ResNet-152 inference, bs 8, fp16 (img/s)", "e2e", 1934.15,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/contrib/cv/classfication/ResNet152/README.md "
+     "(310P3 table, commit e9c424a2; AIPP, small channel)",
+     lambda: inference_throughput(nb.resnet152(batch=8, weights="input"), "atlas_infer",
+                                  "force_fp16", 8)),
+    ("atlas_infer", "Wide ResNet-50-2 inference, bs 32, fp16 (img/s)", "e2e", 2097.663,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/contrib/cv/classfication/"
+     "Wide_ResNet50_2_for_Pytorch/README.md (310P3 table, commit 95b3b3e8)",
+     lambda: inference_throughput(nb.wide_resnet50_2(batch=32, weights="input"),
+                                  "atlas_infer", "force_fp16", 32)),
+    ("atlas_infer", "Wide ResNet-101-2 inference, bs 16, fp16 (img/s)", "e2e", 1151.036,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/contrib/cv/classfication/Wide_ResNet101_2/"
+     "README.md (310P3 table, commit 49a79342)",
+     lambda: inference_throughput(nb.wide_resnet101_2(batch=16, weights="input"),
+                                  "atlas_infer", "force_fp16", 16)),
+    ("atlas_infer", "VGG19 inference, bs 64, fp16 (img/s)", "e2e", 1153.01,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/contrib/cv/classfication/VGG19/ReadMe.md "
+     "(310P column, commit 2b78ef25)",
+     lambda: inference_throughput(nb.vgg19(batch=64, weights="input"), "atlas_infer",
+                                  "force_fp16", 64)),
 ]
 
 

@@ -16,8 +16,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert", "lstm", "mlp", "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet50",
-           "vgg16"]
+__all__ = ["bert", "lstm", "mlp", "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet34",
+           "resnet50", "resnet101", "resnet152", "vgg16", "vgg19", "wide_resnet50_2",
+           "wide_resnet101_2"]
 
 
 class _Net:
@@ -236,10 +237,14 @@ def mobilenet_v2_flops(batch: int = 1, res: int = 224) -> float:
     return total * batch
 
 
-def resnet50(batch: int = 1, res: int = 224, style: str = "dynamo",
-             weights: str = "initializer", batchnorm: bool = False) -> onnx.ModelProto:
-    """ResNet-50 v1.5 (bottleneck blocks, stride on the 3x3); BatchNorm folded, or with
-    ``batchnorm`` a BatchNormalization after every convolution (the training graph)."""
+def _resnet(name: str, layers: Sequence[int], bottleneck: bool, batch: int, res: int,
+            style: str, weights: str, batchnorm: bool = False,
+            width_per_group: int = 64) -> onnx.ModelProto:
+    """The torchvision ResNet family: a 7x7 stem, four stages of ``layers`` blocks (stride on
+    the first block's 3x3 from the second stage on, v1.5), global pooling and a 1000-way
+    Gemm. Basic blocks (two 3x3) or bottlenecks (1x1, 3x3, 1x1 to 4x the stage width, the
+    inner width scaled by ``width_per_group / 64``: the wide variants). BatchNorm folded,
+    or with ``batchnorm`` a BatchNormalization after every convolution (the training graph)."""
     n = _Net(style, weights=weights)
 
     def conv(x: str, cin: int, cout: int, k: int, s: int, act: bool = True) -> str:
@@ -252,58 +257,78 @@ def resnet50(batch: int = 1, res: int = 224, style: str = "dynamo",
     x = conv("x", 3, 64, 7, 2)
     x = n.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     cin = 64
-    for width, blocks, s in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+    expansion = 4 if bottleneck else 1
+    for (width, s), blocks in zip(((64, 1), (128, 2), (256, 2), (512, 2)), layers,
+                                  strict=True):
+        cout = expansion * width
         for i in range(blocks):
             stride = s if i == 0 else 1
-            h = conv(x, cin, width, 1, 1)
-            h = conv(h, width, width, 3, stride)
-            h = conv(h, width, 4 * width, 1, 1, act=False)
-            short = x if stride == 1 and cin == 4 * width else conv(x, cin, 4 * width, 1,
-                                                                     stride, act=False)
+            if bottleneck:
+                inner = width * width_per_group // 64
+                h = conv(x, cin, inner, 1, 1)
+                h = conv(h, inner, inner, 3, stride)
+                h = conv(h, inner, cout, 1, 1, act=False)
+            else:
+                h = conv(conv(x, cin, width, 3, stride), width, width, 3, 1, act=False)
+            short = x if stride == 1 and cin == cout else conv(x, cin, cout, 1, stride,
+                                                               act=False)
             x = n.op("Relu", [n.op("Add", [h, short])])
-            cin = 4 * width
+            cin = cout
     x = n.op("Flatten", [n.op("GlobalAveragePool", [x])], axis=1)
-    n.op("Gemm", [x, n.weight((1000, 2048)), n.weight((1000,), "b")], transB=1)
+    n.op("Gemm", [x, n.weight((1000, cin)), n.weight((1000,), "b")], transB=1)
     n.nodes[-1].output[0] = "y"
-    return n.model("resnet50", [helper.make_tensor_value_info(
+    return n.model(name, [helper.make_tensor_value_info(
         "x", TensorProto.FLOAT, [batch, 3, res, res])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
 
 
-def resnet18(batch: int = 1, res: int = 224, style: str = "dynamo") -> onnx.ModelProto:
-    """ResNet-18 (BatchNorm folded into the convolutions)."""
-    n = _Net(style)
-
-    def conv(x: str, cin: int, cout: int, k: int, s: int, act: bool = True) -> str:
-        y = n.op("Conv", [x, n.weight((cout, cin, k, k)), n.weight((cout,), "b")],
-                 kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4)
-        return n.op("Relu", [y]) if act else y
-
-    x = conv("x", 3, 64, 7, 2)
-    x = n.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
-    cin = 64
-    for c, s in ((64, 1), (128, 2), (256, 2), (512, 2)):
-        for i in range(2):
-            stride = s if i == 0 else 1
-            h = conv(conv(x, cin, c, 3, stride), c, c, 3, 1, act=False)
-            short = x if stride == 1 and cin == c else conv(x, cin, c, 1, stride, act=False)
-            x = n.op("Relu", [n.op("Add", [h, short])])
-            cin = c
-    x = n.op("Flatten", [n.op("GlobalAveragePool", [x])], axis=1)
-    n.op("Gemm", [x, n.weight((1000, 512)), n.weight((1000,), "b")], transB=1)
-    n.nodes[-1].output[0] = "y"
-    return n.model("resnet18", [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, [batch, 3, res, res])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+def resnet50(batch: int = 1, res: int = 224, style: str = "dynamo",
+             weights: str = "initializer", batchnorm: bool = False) -> onnx.ModelProto:
+    """ResNet-50 v1.5 (bottleneck blocks, stride on the 3x3); BatchNorm folded, or with
+    ``batchnorm`` a BatchNormalization after every convolution (the training graph)."""
+    return _resnet("resnet50", (3, 4, 6, 3), True, batch, res, style, weights, batchnorm)
 
 
-def vgg16(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.ModelProto:
-    """VGG-16 (configuration D: thirteen 3x3 convolutions in five stages, each stage ending
-    in a 2x2 max pool, then three fully connected layers); no BatchNorm. Mostly large 3x3
-    convolutions: the validation's compute-bound convolution network."""
+def resnet101(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.ModelProto:
+    """ResNet-101 v1.5 (bottleneck blocks 3, 4, 23, 3; BatchNorm folded)."""
+    return _resnet("resnet101", (3, 4, 23, 3), True, batch, res, "dynamo", weights)
+
+
+def resnet152(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.ModelProto:
+    """ResNet-152 v1.5 (bottleneck blocks 3, 8, 36, 3; BatchNorm folded)."""
+    return _resnet("resnet152", (3, 8, 36, 3), True, batch, res, "dynamo", weights)
+
+
+def wide_resnet50_2(batch: int = 1, res: int = 224,
+                    weights: str = "initializer") -> onnx.ModelProto:
+    """Wide ResNet-50-2 (ResNet-50 with the bottlenecks' inner width doubled)."""
+    return _resnet("wide_resnet50_2", (3, 4, 6, 3), True, batch, res, "dynamo", weights,
+                   width_per_group=128)
+
+
+def wide_resnet101_2(batch: int = 1, res: int = 224,
+                     weights: str = "initializer") -> onnx.ModelProto:
+    """Wide ResNet-101-2 (ResNet-101 with the bottlenecks' inner width doubled)."""
+    return _resnet("wide_resnet101_2", (3, 4, 23, 3), True, batch, res, "dynamo", weights,
+                   width_per_group=128)
+
+
+def resnet18(batch: int = 1, res: int = 224, style: str = "dynamo",
+             weights: str = "initializer") -> onnx.ModelProto:
+    """ResNet-18 (basic blocks 2, 2, 2, 2; BatchNorm folded into the convolutions)."""
+    return _resnet("resnet18", (2, 2, 2, 2), False, batch, res, style, weights)
+
+
+def resnet34(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.ModelProto:
+    """ResNet-34 (basic blocks 3, 4, 6, 3; BatchNorm folded)."""
+    return _resnet("resnet34", (3, 4, 6, 3), False, batch, res, "dynamo", weights)
+
+
+def _vgg(name: str, stages: Sequence[int], batch: int, res: int,
+         weights: str) -> onnx.ModelProto:
     n = _Net("dynamo", weights=weights)
     x, cin = "x", 3
-    for width, reps in ((64, 2), (128, 2), (256, 3), (512, 3), (512, 3)):
+    for width, reps in zip((64, 128, 256, 512, 512), stages, strict=True):
         for _ in range(reps):
             y = n.op("Conv", [x, n.weight((width, cin, 3, 3)), n.weight((width,), "b")],
                      kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
@@ -316,9 +341,22 @@ def vgg16(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.
                                transB=1)])
     n.op("Gemm", [x, n.weight((1000, 4096)), n.weight((1000,), "b")], transB=1)
     n.nodes[-1].output[0] = "y"
-    return n.model("vgg16", [helper.make_tensor_value_info(
+    return n.model(name, [helper.make_tensor_value_info(
         "x", TensorProto.FLOAT, [batch, 3, res, res])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+
+
+def vgg16(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.ModelProto:
+    """VGG-16 (configuration D: thirteen 3x3 convolutions in five stages, each stage ending
+    in a 2x2 max pool, then three fully connected layers); no BatchNorm. Mostly large 3x3
+    convolutions: the validation's compute-bound convolution network."""
+    return _vgg("vgg16", (2, 2, 3, 3, 3), batch, res, weights)
+
+
+def vgg19(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.ModelProto:
+    """VGG-19 (configuration E: sixteen 3x3 convolutions, four in each of the last three
+    stages); no BatchNorm."""
+    return _vgg("vgg19", (2, 2, 4, 4, 4), batch, res, weights)
 
 
 def lstm(seq: int = 100, batch: int = 8, inputs: int = 256, hidden: int = 256,

@@ -194,6 +194,20 @@ def test_vgg16_matrix_flops_equal_the_published_count() -> None:
 
 
 @pytest.mark.requires_products("atlas_a2")
+@pytest.mark.parametrize(("build", "gmacs"), [
+    (nb.resnet18, 1.81), (nb.resnet34, 3.66), (nb.resnet50, 4.09), (nb.resnet101, 7.80),
+    (nb.resnet152, 11.51), (nb.wide_resnet50_2, 11.40), (nb.wide_resnet101_2, 22.75),
+    (nb.vgg19, 19.63),
+], ids=["resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "wide_resnet50_2",
+        "wide_resnet101_2", "vgg19"])
+def test_classification_nets_matrix_flops_equal_the_published_count(build, gmacs) -> None:
+    # torchvision's model table: G multiply-adds at 224x224 (convolutions and the classifier)
+    compiled = _system("atlas_a2").compile(build(batch=1, weights="input"))
+    assert compiled.device.cube_flops == pytest.approx(2 * gmacs * 1e9, rel=0.005)
+    assert not compiled.device.unresolved
+
+
+@pytest.mark.requires_products("atlas_a2")
 def test_buffer_optimize_off_makes_the_same_model_slower_and_compile_json_says_so(
         tmp_path, capsys) -> None:
     path = tmp_path / "mlp.onnx"
