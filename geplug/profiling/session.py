@@ -352,11 +352,7 @@ class ProfilingSession:
                 rows = np.empty((len(steps), len(copies), 5), dtype=np.int64)
                 for k, (j, (_, call_us, direction, nbytes)) in enumerate(copies):
                     start = np.rint(ev.call_start_us[:, j] * 1000).astype(np.int64) + base_ns
-                    dur_ns = self._copy_ns.get(nbytes)
-                    if dur_ns is None:
-                        dur_ns = self._copy_ns[nbytes] = round(
-                            copy_us(nbytes, self.product) * 1000)
-                    dur_ns = min(dur_ns, round(call_us * 1000))
+                    dur_ns = min(self._copy_device_ns(nbytes), round(call_us * 1000))
                     rows[:, k, 0] = steps
                     rows[:, k, 1] = self.copies.operation(direction)
                     rows[:, k, 2] = nbytes
@@ -468,13 +464,18 @@ class ProfilingSession:
         """A copy's device task: the device model's copy cost (``copy_us``: the product's
         fixed cost plus bytes over its host link), ending with the host call that waits for
         it; a call longer than that spent the rest issuing it."""
-        dur_ns = self._copy_ns.get(nbytes)
-        if dur_ns is None:
-            dur_ns = self._copy_ns[nbytes] = round(copy_us(nbytes, self.product) * 1000)
+        dur_ns = self._copy_device_ns(nbytes)
         end_ns = start_ns + round(call_us * 1000)
         if dur_ns > end_ns - start_ns:
             dur_ns = end_ns - start_ns
         self.copies.add(step, direction, nbytes, end_ns - dur_ns, dur_ns)
+
+    def _copy_device_ns(self, nbytes: int) -> int:
+        """The device model's time for a copy of ``nbytes`` (``copy_us``), ns; cached."""
+        dur_ns = self._copy_ns.get(nbytes)
+        if dur_ns is None:
+            dur_ns = self._copy_ns[nbytes] = round(copy_us(nbytes, self.product) * 1000)
+        return dur_ns
 
     def on_marker(self, ev: MarkerEvent) -> None:
         """A user marker."""
