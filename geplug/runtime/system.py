@@ -176,9 +176,10 @@ class System:
         """
         if self.closed:
             return
-        queue = self._deferred
-        queue.append((source, record))
-        n = len(queue)
+        with self._flush_lock:  # never into a queue another thread is dispatching
+            queue = self._deferred
+            queue.append((source, record))
+            n = len(queue)
         if n == 1:
             self._deferred_since = time.monotonic()
         elif n >= DEFER_MAX_STEPS or (

@@ -182,3 +182,25 @@ def test_an_output_of_data_dependent_size_copies_its_own_bytes_each_step(tmp_pat
         d2h = [nbytes for _, direction, nbytes, _, _ in session.copies.rows()
                if direction == "D2H"]
         assert d2h == [2 * 8 * n for n in counts]  # int64 indices, 2 x n
+
+
+def test_two_threads_running_models_of_one_system_lose_no_step(tmp_path, monkeypatch):
+    import threading
+
+    import geplug.runtime.system as system_mod
+
+    monkeypatch.setattr(system_mod, "DEFER_MAX_STEPS", 3)  # dispatch often, mid-append
+    with _open(tmp_path) as system:
+        models = [system.compile(overflow_model()) for _ in range(2)]
+
+        def run(model: Any) -> None:
+            for _ in range(150):
+                model.run(X)
+
+        threads = [threading.Thread(target=run, args=(m,)) for m in models]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        session = session_for(system)
+        assert len(session.step_times) // 3 == 300
