@@ -347,7 +347,9 @@ class StepTasksEvent:
     :class:`StepEvent` boundaries and its host runtime calls (``calls``), so a profiled step
     costs one event. A backend sends it that way only when no third-party plugin implements
     ``geplug_profile`` (``PluginManager.has_external``); otherwise it sends the separate
-    events, which third-party plugins understand.
+    events, which third-party plugins understand. One exception: a plugin that registers
+    while steps are queued (``System.defer_profile``) gets those steps as whole-step
+    records, one each (never a :class:`StepBatchEvent`).
     """
 
     kind: Literal["step_tasks"] = "step_tasks"
@@ -388,11 +390,15 @@ def expand_tasks(event: StepTasksEvent) -> Iterable[TaskEvent]:
 
 
 def _int64s(values: Any) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype=np.int64)
+    out = np.array(values, dtype=np.int64)  # a copy, read-only: a batch is immutable
+    out.flags.writeable = False
+    return out
 
 
 def _float64s(values: Any) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype=np.float64)
+    out = np.array(values, dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -422,7 +428,7 @@ class StepBatchEvent:
     """The host calls of every step: (name, duration µs), a copy adding its direction and
     bytes (as :attr:`StepTasksEvent.calls` without the start)."""
     call_start_us: np.ndarray = attrs.field(converter=_float64s,
-                                            default=np.zeros((0, 0)))
+                                            factory=lambda: np.zeros((0, 0)))
     """Shape (steps, calls): each call's start, µs after ``run.time_base_us``."""
 
     def __attrs_post_init__(self) -> None:

@@ -337,6 +337,21 @@ class ProfilingSession:
             return
         base_ns = run_base * 1000
         steps = ev.steps
+        prep = self._prepared(ev.table)
+        # the task records first: a write that fails (disk full, a storage warning made an
+        # error) leaves no step time or copy claiming steps whose tasks are missing
+        if prep.n and self.record_tasks:
+            base = self.base_us
+            if base is None:
+                base = self.base_us = run_base
+            shift = np.zeros((len(steps), 1, 5), dtype=np.int64)
+            shift[:, 0, 1] = steps
+            shift[:, 0, 2] = (run_base - base) * 1000 + ev.start_ns
+            block = np.empty((len(steps), prep.n, 5), dtype=np.int64)
+            np.add(prep.rec, shift, out=block)  # every step's records in one pass
+            self.tasks.tasks.extend_block(block.reshape(-1, 5))
+            if self.guard.stopped:  # collection stopped while writing them
+                return
         if self._step_open:
             for step in steps.tolist():
                 self._step_open.pop((ev.run.model_id, step), None)
@@ -359,19 +374,6 @@ class ProfilingSession:
                     rows[:, k, 3] = start + round(call_us * 1000) - dur_ns
                     rows[:, k, 4] = dur_ns
                 self.copies.extend_rows(rows)
-        prep = self._prepared(ev.table)
-        if not prep.n:
-            return
-        if self.record_tasks:
-            base = self.base_us
-            if base is None:
-                base = self.base_us = run_base
-            shift = np.zeros((len(steps), 1, 5), dtype=np.int64)
-            shift[:, 0, 1] = steps
-            shift[:, 0, 2] = (run_base - base) * 1000 + ev.start_ns
-            block = np.empty((len(steps), prep.n, 5), dtype=np.int64)
-            np.add(prep.rec, shift, out=block)  # every step's records in one pass
-            self.tasks.tasks.extend_block(block.reshape(-1, 5))
         if self.comm is not None and prep.comm_idx:
             tasks = ev.table.tasks
             off = prep.offset_us

@@ -29,8 +29,10 @@ _ids = itertools.count(1)
 DEFER_MAX_STEPS = 256
 """At most this many deferred step records wait before they are dispatched together."""
 DEFER_MAX_S = 0.5
-"""... and none waits longer than this (seconds of wall time): slow steps gain nothing by
-waiting, and a reader watching the ``PROF_*`` directory sees the run move on."""
+"""... and the queue is dispatched when a step is queued this long (seconds of wall time)
+after the oldest waiting one (checked every eighth step): slow steps gain nothing by
+waiting. A queue that stops growing waits for the next profile event, a reader
+(``geplug.profiling.plugin.session_for``) or shutdown; there is no timer thread."""
 
 
 class DeferredProfile(Protocol):
@@ -170,9 +172,9 @@ class System:
         other steps' events (measured: ~10x on MobileNetV2). A backend sends its whole-step
         records here (only when no third-party plugin implements ``geplug_profile``, so
         nobody outside geplug can tell when they arrive); they are dispatched when
-        :data:`DEFER_MAX_STEPS` wait or the oldest waited :data:`DEFER_MAX_S` (checked every
-        eighth step), before any other profile event, when a reader asks
-        (:meth:`flush_profile`) and at shutdown.
+        :data:`DEFER_MAX_STEPS` wait or a step is queued :data:`DEFER_MAX_S` after the
+        oldest (checked every eighth step), before any other profile event, when a reader
+        asks (:meth:`flush_profile`) and at shutdown.
         """
         if self.closed:
             return
@@ -187,7 +189,14 @@ class System:
             self.flush_profile()
 
     def flush_profile(self) -> None:
-        """Dispatch every deferred step record now (see :meth:`defer_profile`)."""
+        """Dispatch every deferred step record now (see :meth:`defer_profile`).
+
+        Each run of one source's consecutive records goes in one call. When a run fails (a
+        collector raises, e.g. a storage warning turned into an error, or Ctrl-C), the
+        records after it go back to the queue before the exception propagates: only the
+        failing run is lost, as only the failing step was when steps were dispatched one by
+        one. A source whose ``deferred_events`` raises is a :class:`BackendError` naming
+        it."""
         with self._flush_lock:
             queue, self._deferred = self._deferred, []
             call_each = self.manager.call_each
@@ -197,8 +206,21 @@ class System:
                 j = i + 1
                 while j < n and queue[j][0] is source:
                     j += 1
-                for event in source.deferred_events([r for _, r in queue[i:j]]):
-                    call_each("geplug_profile", event=event)
+                try:
+                    try:
+                        events = list(source.deferred_events([r for _, r in queue[i:j]]))
+                    except Exception as exc:
+                        where = f"{type(source).__module__}.{type(source).__qualname__}"
+                        raise BackendError(
+                            f"profiling: {where} failed to give the events of {j - i} queued "
+                            f"step(s): {type(exc).__name__}: {exc}; those steps are missing "
+                            "from the profile, the others were kept. Fix or disable the "
+                            "backend plugin (GEPLUG_DISABLE_PLUGINS)") from exc
+                    for event in events:
+                        call_each("geplug_profile", event=event)
+                except BaseException:
+                    self._deferred[:0] = queue[j:]  # the later steps are not lost
+                    raise
                 i = j
 
     def shutdown(self) -> None:
@@ -206,10 +228,14 @@ class System:
         if self.closed:
             return
         errors: list[BaseException] = []
-        try:  # the deferred step records first: the collectors finish after them
-            self.flush_profile()
-        except Exception as exc:
-            errors.append(exc)
+        for _ in range(DEFER_MAX_STEPS):  # the deferred step records first; a failing
+            try:                           # run loses itself only, the rest still goes
+                self.flush_profile()
+                break
+            except BaseException as exc:  # Ctrl-C too: the collectors must still close
+                errors.append(exc)
+                if not self._deferred:
+                    break
         self.closed = True
         if self.runtime is not None and hasattr(self.runtime, "close"):
             try:

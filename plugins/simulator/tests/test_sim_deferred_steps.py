@@ -204,3 +204,59 @@ def test_two_threads_running_models_of_one_system_lose_no_step(tmp_path, monkeyp
             t.join()
         session = session_for(system)
         assert len(session.step_times) // 3 == 300
+
+
+def test_a_failing_dispatch_loses_only_its_own_run_of_steps(tmp_path, monkeypatch):
+    """A collector failing on one queued run (e.g. a storage warning made an error): the
+    error propagates once, the steps queued after that run still reach the profile."""
+
+    import geplug.runtime.system as system_mod
+
+    monkeypatch.setattr(system_mod, "DEFER_MAX_STEPS", 8)
+    batch = ProfilingSession.on_step_batch
+    failed: list[list[int]] = []
+
+    def once(self: ProfilingSession, event: StepBatchEvent) -> None:
+        if not failed and event.run.model_id == first_id:
+            failed.append(event.steps.tolist())
+            raise RuntimeError("disk trouble")
+        batch(self, event)
+
+    monkeypatch.setattr(ProfilingSession, "on_step_batch", once)
+    with _open(tmp_path) as system:
+        a, b = system.compile(overflow_model()), system.compile(overflow_model())
+        first_id = a.model_id
+        raised = 0
+        for _ in range(20):
+            for model in (a, b):
+                try:
+                    model.run(X)
+                except RuntimeError as exc:
+                    assert "disk trouble" in str(exc)
+                    raised += 1
+        session = session_for(system)
+        recorded = len(session.step_times) // 3
+    assert raised == 1
+    assert failed and recorded == 40 - len(failed[0])  # only the failing run is missing
+
+
+def test_a_source_failing_to_give_its_events_is_named_and_the_rest_kept(tmp_path):
+    import pytest
+
+    from geplug.errors import BackendError
+
+    class Broken:
+        def deferred_events(self, records: Any) -> Any:
+            raise ValueError("no template")
+
+    with _open(tmp_path) as system:
+        model = system.compile(overflow_model())
+        model.run(X)
+        model.run(X)  # queued
+        system.defer_profile(Broken(), object())
+        model.run(X)  # queued after the broken source's record
+        with pytest.raises(BackendError, match=r"Broken failed to give the events of 1 "
+                                               r"queued step\(s\): ValueError: no template"):
+            system.flush_profile()
+        session = session_for(system)
+        assert session.step_times.tolist()[0::3] == [1, 2, 3]  # nothing of ours lost
