@@ -142,8 +142,8 @@ class StepTemplate:
     table and the modelled host<->device copies (call name, duration µs, bytes), so a step
     costs a clock reading and one queued record (:meth:`StepEmitter.deferred_events`)."""
 
-    key: tuple[tuple[int, ...], tuple[int, ...]]
-    """The bytes of each input and each output the copies were modelled for."""
+    key: tuple[int, ...]
+    """The bytes of each input, then of each output, the copies were modelled for."""
     table: TaskTable
     h2d: tuple[tuple[str, float, int], ...]
     d2h: tuple[tuple[str, float, int], ...]
@@ -170,10 +170,10 @@ class StepTemplate:
 
 
 def _sizes(feeds: Mapping[str, Any], values: Mapping[str, Any],
-           outputs: Iterable[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The bytes of each input and of each of ``outputs`` (a :class:`StepTemplate` key)."""
-    return (tuple([int(getattr(a, "nbytes", 0)) for a in feeds.values()]),
-            tuple([int(getattr(values[n], "nbytes", 0)) for n in outputs]))
+           outputs: Iterable[str]) -> tuple[int, ...]:
+    """The bytes of each input, then of each of ``outputs`` (a :class:`StepTemplate` key)."""
+    return tuple([int(getattr(a, "nbytes", 0)) for a in feeds.values()]
+                 + [int(getattr(values[n], "nbytes", 0)) for n in outputs])
 
 
 def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
@@ -235,10 +235,9 @@ class StepEmitter:
         self._with_tasks = False
         self._table: TaskTable | None = None
         self._template: StepTemplate | None = None
-        self._fast: tuple[Any, int, StepTemplate, tuple[str, ...], list[int]] | None = None
-        """(plugin registry, its generation, template, output names, the template's input
-        and output bytes in one list: checked every step, as an output's size may depend on
-        the data) while steps go to
+        self._fast: tuple[Any, int, StepTemplate, tuple[str, ...]] | None = None
+        """(plugin registry, its generation, template, output names; the template's sizes
+        are checked every step, as an output's size may depend on the data) while steps go to
         ``System.defer_profile`` unchanged: the step's whole cost is then a clock reading,
         a size check and one queued record (measured in situ, right after the step's
         kernels, a step's full dispatch costs ~10x what it costs hot)."""
@@ -266,9 +265,10 @@ class StepEmitter:
                 return tuple((f"aclrtMemcpy({direction}:{name})", copy_us(n, product), n)
                              for name, n in zip(names, sizes, strict=True))
 
+            n = len(feeds)
             tpl = self._template = StepTemplate(
-                key=key, table=self.table(), h2d=copies("H2D", key[0], list(feeds)),
-                d2h=copies("D2H", key[1], list(outputs)))
+                key=key, table=self.table(), h2d=copies("H2D", key[:n], list(feeds)),
+                d2h=copies("D2H", key[n:], list(outputs)))
         return tpl
 
     def run_info(self, step: int) -> RunInfo:
@@ -383,10 +383,10 @@ class StepEmitter:
         template and begin time, which is all it costs here."""
         fast = self._fast
         if fast is not None and not dump and fault is None:
-            registry, generation, known, names, sizes = fast
+            registry, generation, known, names = fast
             try:  # (a non-array input has no nbytes: the full path below decides)
-                same = ([a.nbytes for a in feeds.values()] + [values[n].nbytes for n in names]
-                        == sizes)
+                same = tuple([a.nbytes for a in feeds.values()]
+                             + [values[n].nbytes for n in names]) == known.key
             except AttributeError:
                 same = False
             if same and registry.generation == generation:
@@ -418,7 +418,7 @@ class StepEmitter:
                     registry = system.manager.pm
                     if hasattr(registry, "generation"):
                         self._fast = (registry, registry.generation, tpl,
-                                      tuple(c.imported.outputs), [*tpl.key[0], *tpl.key[1]])
+                                      tuple(c.imported.outputs))
                 else:  # the first at once: the PROF_* directory appears with it
                     self._deferring = True
                     system.emit_profile(self.step_record(tpl, step, t))
@@ -426,9 +426,8 @@ class StepEmitter:
         run = self.run_info(step)
         emit_profile = system.emit_profile
         begin = t
-        calls: list[tuple[Any, ...]] = []
         if tpl is not None:
-            t, start_ns, end = tpl.walk(begin, calls)
+            t, start_ns, end = tpl.walk(begin)
         elif prof:
             emit_profile(StepEvent(run=run, phase="begin", time_us=t))
             t = self._copies(run, t, "H2D", feeds)
@@ -460,8 +459,7 @@ class StepEmitter:
                 if offsets is None:
                     t_op += plan.duration_us
         if tpl is not None:
-            emit_profile(StepTasksEvent(run=run, table=tpl.table, start_ns=start_ns,
-                                        begin_us=begin, end_us=end, calls=tuple(calls)))
+            emit_profile(self.step_record(tpl, step, begin))
             t = end
         elif prof:
             t = (start_ns + self.table().span_ns) / 1000
