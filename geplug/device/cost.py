@@ -35,9 +35,9 @@ import numpy as np
 from geplug.device.ir import Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
 
-__all__ = ["GATHER_OPS", "ISSUE_MODES", "NodeWork", "TaskCost", "cube_time_us",
-           "gather_unread_bytes", "l2_resident_bytes", "node_work", "task_cost",
-           "with_ai_cores"]
+__all__ = ["GATHER_OPS", "ISSUE_MODES", "SMALL_CHANNEL_C0", "NodeWork", "TaskCost",
+           "cube_shape", "cube_time_us", "gather_unread_bytes", "l2_resident_bytes",
+           "node_work", "task_cost", "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
 """How tasks reach the device: a sunk graph, or one host launch per op."""
@@ -61,6 +61,10 @@ class Gemm:
     k: int
     sequential: int = 1
     """Times it runs one after another (the recurrent GEMM of an RNN runs per step)."""
+    window: int = 0
+    """For a convolution (``batch`` = its groups): its kernel window (kh x kw), so that
+    ``k = input channels per group x window``; 0 for any other GEMM. The cube pads such a
+    K per kernel tap and merges groups (:func:`cube_shape`)."""
 
     @property
     def flops(self) -> float:
@@ -156,7 +160,8 @@ def _conv(node: Node, graph: Graph) -> Gemm:
         return Gemm(batch=group, m=out[0] * spatial_in, n=w[1] * window,
                     k=max(w[0] // group, 1))
     spatial = math.prod(out[2:]) if len(out) > 2 else 1
-    return Gemm(batch=group, m=out[0] * spatial, n=max(out[1] // group, 1), k=w[1] * window)
+    return Gemm(batch=group, m=out[0] * spatial, n=max(out[1] // group, 1), k=w[1] * window,
+                window=window)
 
 
 def _rnn(node: Node, graph: Graph, gates: int) -> NodeWork:
@@ -273,8 +278,51 @@ def with_ai_cores(product: Product, aicore_num: int | None) -> Product:
     return attrs.evolve(product, compute=limited)
 
 
-def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str) -> tuple[float, int]:
-    """Cube time of ``gemm`` and the cores it occupies (see the module docstring)."""
+SMALL_CHANNEL_C0 = 4
+"""The channel block of a convolution whose input has at most this many channels per group
+when small-channel mode is on (CANN's C04 format: ``enable_small_channel``, the
+``c0_optim_flg`` / ``use_v200_c04_flg`` / ``v220_c04_mode`` of the TBE Conv2D's
+``optim_dict``): its channels pad to 4 per kernel tap instead of the cube's C0."""
+
+
+def cube_shape(gemm: Gemm, tile: Sequence[int], *, small_channel: bool = False
+               ) -> tuple[int, int, int]:
+    """The padded ``(batch, N, K)`` the cube computes for ``gemm`` (M is padded alone).
+
+    A plain GEMM pads N and K to the cube tile. A convolution (``gemm.window``: its kernel
+    window) is laid out as CANN lays out its weight (FRACTAL_Z: C1 x kh x kw fractals of
+    C0 channels, ``conv_layer_cce_shape_calc``): K is the input channels padded to C0 (the
+    tile's K) **per kernel tap**, times the window. A 3-channel 7x7 stem is K = 16 x 49,
+    not 3 x 49 padded; with ``small_channel`` (``enable_small_channel``) an input of at most
+    4 channels pads to :data:`SMALL_CHANNEL_C0` per tap instead (C04).
+
+    A grouped convolution runs with ``enlarge`` groups merged into one with a block-diagonal
+    weight, ``enlarge = min(lcm(lcm(cin_g, C0) / cin_g, lcm(cout_g, 16) / cout_g),
+    groups)``; each merged group has ``ceil(cin_g x enlarge / C0)`` input-channel fractals
+    per tap (K) and ``ceil(cout_g x enlarge / 16)`` output fractals (N), and there are
+    ``ceil(groups / enlarge)`` of them (``_conv_layer_cce`` of the TBE Conv2D,
+    ``opp/built-in/op_impl/ai_core/tbe/impl/conv2d.py``, CANN 8.1.RC1; C0 and 16 are the
+    cube tile's K and N). A depthwise convolution of C channels (cin_g = cout_g = 1) is
+    C / 16 GEMMs of N = 16 and K = 16 x window, not C GEMMs padded from N = 1, K = window.
+    """
+    _, tn, tk = tile
+    if not gemm.window:
+        return gemm.batch, -(-gemm.n // tn) * tn, -(-gemm.k // tk) * tk
+    cin, cout = max(gemm.k // gemm.window, 1), gemm.n
+    enlarge = 1
+    if gemm.batch > 1:
+        enlarge = min(math.lcm(math.lcm(cin, tk) // cin, math.lcm(cout, tn) // cout),
+                      gemm.batch)
+    channels = cin * enlarge
+    c0 = SMALL_CHANNEL_C0 if small_channel and channels <= SMALL_CHANNEL_C0 else tk
+    k = -(-(-(-channels // c0) * c0 * gemm.window) // tk) * tk
+    return -(-gemm.batch // enlarge), -(-(cout * enlarge) // tn) * tn, k
+
+
+def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str, *,
+                 small_channel: bool = False) -> tuple[float, int]:
+    """Cube time of ``gemm`` and the cores it occupies (see the module docstring);
+    ``small_channel``: :func:`cube_shape`."""
     peak = compute.cube_tflops.get(dtype)
     cores = max(compute.ai_cores, 1)
     if not peak:
@@ -283,14 +331,13 @@ def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str) -> tuple[float, 
                                                         default=1.0)
         return gemm.flops / (rate * compute.vector_efficiency * 1e12) * 1e6, cores
     eff = compute.cube_efficiency.get(dtype, 1.0)
-    tm, tn, tk = compute.cube_tile  # lengths checked when the declaration is loaded
+    tm, tn, _ = compute.cube_tile  # lengths checked when the declaration is loaded
     mp = -(-gemm.m // tm) * tm
-    np_ = -(-gemm.n // tn) * tn
-    kp = -(-gemm.k // tk) * tk
+    batch, np_, kp = cube_shape(gemm, compute.cube_tile, small_channel=small_channel)
     per_core = peak * eff * 1e12 / cores
     best: tuple[float, int] | None = None
     for bm, bn in _block_candidates(compute.cube_block, tm, tn):
-        blocks = gemm.batch * -(-mp // bm) * -(-np_ // bn)
+        blocks = batch * -(-mp // bm) * -(-np_ // bn)
         waves = -(-blocks // cores)
         block_flops = 2.0 * min(bm, mp) * min(bn, np_) * (kp + compute.cube_k_latency)
         t = waves * block_flops / per_core * 1e6 * gemm.sequential
@@ -336,11 +383,14 @@ def task_cost(
     issue_mode: str = "graph",
     op_classes: Sequence[str] = (),
     l2_bytes: float = 0.0,
+    small_channel: bool = False,
 ) -> TaskCost:
     """The cost of one task made of ``nodes`` (their ``works`` and compute ``dtypes``).
 
     ``l2_bytes``: the part of ``bytes_moved`` served by L2 (:func:`l2_resident_bytes`),
-    moved at ``l2_bandwidth_gbps`` instead of the memory bandwidth."""
+    moved at ``l2_bandwidth_gbps`` instead of the memory bandwidth. ``small_channel``
+    (``enable_small_channel``): convolutions of at most 4 input channels pad them to 4 per
+    kernel tap (:func:`cube_shape`)."""
     c = product.compute
     overhead = c.task_overhead_us.get(issue_mode, c.launch_overhead_us)
     cubes = [w.cube_flops if w.gemms else 0.0 for w in works]
@@ -362,7 +412,7 @@ def task_cost(
     cube_cores = 0
     for node, work, dtype in zip(nodes, works, dtypes, strict=True):
         for g in work.gemms:
-            t, used = cube_time_us(g, c, dtype)
+            t, used = cube_time_us(g, c, dtype, small_channel=small_channel)
             cube_us += t
             cube_cores = max(cube_cores, used)
         if work.vector_flops:

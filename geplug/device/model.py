@@ -159,6 +159,7 @@ def build_device_model(
     model_name: str = "",
     aicore_num: int | None = None,
     buffer_optimize: str | None = None,
+    small_channel: bool = False,
 ) -> DeviceModel:
     """Fuse, cost, schedule and memory-plan ``opt`` on ``product`` (module docstring).
 
@@ -168,6 +169,9 @@ def build_device_model(
     product declares making compute-bound tasks slower (:func:`with_ai_cores`).
     ``buffer_optimize`` (the session option, ATC ``--buffer_optimize``; ``None`` is its
     default ``l2_optimize``): ``off_optimize`` turns the on-chip reuse (L2) term off.
+    ``small_channel`` (``enable_small_channel``, forced on in online inference by R29):
+    a convolution of at most 4 input channels pads them to 4 per kernel tap instead of the
+    cube's C0 (:func:`geplug.device.cost.cube_shape`).
     """
     product = with_ai_cores(product, aicore_num)
     if issue_mode not in ISSUE_MODES:
@@ -223,7 +227,7 @@ def build_device_model(
         if cost is None:
             cost = task_cost(members, works, dtypes, engine=engine, bytes_moved=moved,
                              product=product, issue_mode=issue_mode, op_classes=classes,
-                             l2_bytes=l2_served[index])
+                             l2_bytes=l2_served[index], small_channel=small_channel)
             if key is not None:
                 costs[key] = cost
         for w, n in zip(works, members, strict=True):

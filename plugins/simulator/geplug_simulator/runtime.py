@@ -503,6 +503,7 @@ class SimRuntime:
             model_name=imported.name, fusion=fusion,
             aicore_num=system.config.config.aicore_num,
             buffer_optimize=system.config.config.buffer_optimize,
+            small_channel=system.config.enable_small_channel,
         )
 
     def _tasks(

@@ -224,3 +224,23 @@ def test_buffer_optimize_off_makes_the_same_model_slower_and_compile_json_says_s
         assert (served > 0) == (mode == "l2_optimize")
         times[mode] = data["simulated_time_us"]
     assert times["off_optimize"] > times["l2_optimize"]
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_online_inference_compiles_a_three_channel_stem_in_small_channel_mode() -> None:
+    """R29: graph_run_mode 0 forces enable_small_channel, so the simulator's inference
+    compile pads the stem's 3 channels to 4 per tap (C04); a training compile pads to 16."""
+    model = nb.resnet18(batch=2, res=64)
+    stem = {}
+    for run_mode in (0, 1):
+        system = _system("atlas_a2", "allow_mix_precision", graph_run_mode=run_mode)
+        try:
+            device = system.compile(model).device
+            first = min((t for t in device.tasks if t.works and t.works[0].gemms),
+                        key=lambda t: t.start_ns)
+            stem[run_mode] = first.cost
+        finally:
+            system.shutdown()
+    assert system.config.enable_small_channel is False
+    assert stem[0].cube_flops == stem[1].cube_flops
+    assert stem[0].compute_us < stem[1].compute_us

@@ -1,0 +1,88 @@
+"""How the cube lays out a convolution (``geplug.device.cost.cube_shape``): input channels
+padded to C0 per kernel tap (C04 under small-channel mode) and grouped convolutions with
+their groups merged as CANN's TBE Conv2D merges them. The FLOPs stay the convolution's own."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from geplug.device import Graph, Node, Tensor, build_device_model, optimize
+from geplug.device.cost import Gemm, cube_shape, cube_time_us, node_work
+from geplug.testing.plugin import require_product
+
+TILE = (16, 16, 16)
+
+
+def _conv_graph(cin: int, cout: int, k: int, group: int = 1, hw: int = 56,
+                batch: int = 8) -> Graph:
+    ts = {"x": Tensor(name="x", dtype="float16", shape=(batch, cin, hw, hw), kind="input"),
+          "w": Tensor(name="w", dtype="float16", shape=(cout, cin // group, k, k),
+                      kind="weight"),
+          "y": Tensor(name="y", dtype="float16", shape=(batch, cout, hw, hw))}
+    node = Node(name="conv", op_type="Conv2D", inputs=("x", "w"), outputs=("y",),
+                attrs={"group": group, "kernel_shape": [k, k]})
+    return Graph(name="g", nodes=[node], tensors=ts, inputs=("x",), outputs=("y",))
+
+
+def _gemm(cin: int, cout: int, k: int, group: int = 1) -> Gemm:
+    g = _conv_graph(cin, cout, k, group)
+    (gemm,) = node_work(g.nodes[0], g, "matrix").gemms
+    return gemm
+
+
+def test_a_depthwise_convolution_runs_as_merged_groups_of_sixteen_channels() -> None:
+    gemm = _gemm(96, 96, 3, group=96)
+    assert (gemm.batch, gemm.n, gemm.k, gemm.window) == (96, 1, 9, 9)
+    # enlarge = min(lcm(lcm(1, 16), lcm(1, 16)), 96) = 16: 6 GEMMs of N 16, K 16 x 9
+    assert cube_shape(gemm, TILE) == (6, 16, 144)
+    # the FLOPs are the convolution's own, not the padded cube work
+    assert gemm.flops == 2.0 * 96 * (8 * 56 * 56) * 9
+
+
+@pytest.mark.parametrize(("cin", "cout", "group", "expected"), [
+    (32, 32, 8, (2, 16, 16 * 9)),     # 4 channels per group: 4 groups merged
+    (64, 64, 2, (2, 32, 32 * 9)),     # 32 per group: already whole fractals, none merged
+    (48, 48, 16, (1, 48, 48 * 9)),    # 3 per group: lcm(3, 16) / 3 = 16 groups merged
+])
+def test_grouped_convolutions_merge_as_the_tbe_conv2d_does(cin: int, cout: int, group: int,
+                                                          expected: tuple[int, int, int]
+                                                          ) -> None:
+    gemm = _gemm(cin, cout, 3, group=group)
+    cin_g, cout_g = cin // group, cout // group
+    enlarge = min(math.lcm(math.lcm(cin_g, 16) // cin_g, math.lcm(cout_g, 16) // cout_g), group)
+    assert expected[0] == -(-group // enlarge)
+    assert cube_shape(gemm, TILE) == expected
+
+
+def test_input_channels_pad_per_kernel_tap_and_small_channel_pads_a_stem_to_four() -> None:
+    stem = _gemm(3, 64, 7)
+    assert stem.k == 3 * 49
+    assert cube_shape(stem, TILE) == (1, 64, 16 * 49)            # C0 = 16 per tap
+    assert cube_shape(stem, TILE, small_channel=True) == (1, 64, 208)  # 4 x 49 = 196 -> 208
+    wide = _gemm(64, 64, 3)
+    assert cube_shape(wide, TILE) == cube_shape(wide, TILE, small_channel=True) == (1, 64, 576)
+    odd = _gemm(24, 32, 3)                                        # 24 -> 32 per tap
+    assert cube_shape(odd, TILE) == (1, 32, 32 * 9)
+    plain = Gemm(batch=4, m=100, n=24, k=40)                      # a MatMul: K padded once
+    assert cube_shape(plain, TILE) == (4, 32, 48)
+
+
+@pytest.mark.requires_products("atlas_infer")
+def test_merged_groups_make_a_depthwise_convolution_cheaper_than_per_channel_gemms() -> None:
+    compute = require_product("atlas_infer").compute
+    gemm = _gemm(192, 192, 3, group=192)
+    merged, _ = cube_time_us(gemm, compute, "float16")
+    per_channel, _ = cube_time_us(Gemm(gemm.batch, gemm.m, gemm.n, gemm.k), compute, "float16")
+    assert merged < per_channel / 2
+
+
+@pytest.mark.requires_products("atlas_infer")
+def test_small_channel_makes_a_three_channel_stem_faster_and_keeps_its_flops() -> None:
+    product = require_product("atlas_infer")
+    opt = optimize(_conv_graph(3, 64, 7), product.graph)
+    off = build_device_model(opt, product, check_memory=False)
+    on = build_device_model(opt, product, check_memory=False, small_channel=True)
+    assert on.tasks[0].cost.compute_us < off.tasks[0].cost.compute_us
+    assert on.tasks[0].cost.cube_flops == off.tasks[0].cost.cube_flops
