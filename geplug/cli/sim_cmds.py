@@ -107,6 +107,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             if device is not None:  # the core device model (docs/device-model.md)
                 data["graph"] = device.graph.summary()
                 data["buffer_optimize"] = device.buffer_optimize
+                data["small_channel"] = device.small_channel
                 data["memory"] = device.memory.to_json()
                 data["tasks"] = [_task_json(p) for p in device.tasks]
                 data["notes"] = list(getattr(compiled, "notes", ()))
@@ -162,6 +163,11 @@ def _print_device(device: Any, notes: Any) -> None:
     served = sum(p.cost.l2_bytes for p in device.tasks)
     print(f"on-chip reuse: buffer_optimize={device.buffer_optimize}, "
           f"{_mib(int(served))} served by L2")
+    convs = sum(1 for p in device.tasks for w in p.works for gm in w.gemms if gm.window)
+    if convs:
+        print(f"convolutions: {convs} on the cube, small_channel="
+              f"{'on' if device.small_channel else 'off'} (C04 for inputs of at most 4 "
+              "channels when on)")
     m = device.memory
     print(f"memory: weights {_mib(m.weights_bytes)}, activation peak "
           f"{_mib(m.activation_peak_bytes)}, workspace {_mib(m.workspace_bytes)}, total "

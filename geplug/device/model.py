@@ -85,6 +85,9 @@ class DeviceModel:
     """The on-chip reuse in force (the ``buffer_optimize`` option): ``l2_optimize`` costs
     intermediates that fit in the declared L2 at its bandwidth, ``off_optimize`` costs every
     byte at memory bandwidth."""
+    small_channel: bool = False
+    """Whether convolutions of at most 4 input channels were laid out in C04 (the
+    ``enable_small_channel`` option as resolved; :func:`geplug.device.cost.cube_shape`)."""
 
     @property
     def makespan_us(self) -> float:
@@ -324,7 +327,8 @@ def build_device_model(
         check_fits(memory, model_name or graph.name, product)
     return DeviceModel(graph=opt, tasks=task_plans, schedule=sched, memory=memory,
                        issue_mode=issue_mode, unresolved=tuple(sorted(unresolved)),
-                       node_task=node_task, buffer_optimize=buffer_optimize)
+                       node_task=node_task, buffer_optimize=buffer_optimize,
+                       small_channel=small_channel)
 
 
 def _task_bytes(task: Task, nodes: Mapping[str, Any], nbytes: _Bytes) -> float:

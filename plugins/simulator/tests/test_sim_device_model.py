@@ -244,3 +244,22 @@ def test_online_inference_compiles_a_three_channel_stem_in_small_channel_mode() 
     assert system.config.enable_small_channel is False
     assert stem[0].cube_flops == stem[1].cube_flops
     assert stem[0].compute_us < stem[1].compute_us
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_geplug_compile_reports_the_small_channel_mode_of_a_convolutional_model(
+        tmp_path, capsys) -> None:
+    path = tmp_path / "resnet.onnx"
+    onnx.save(nb.resnet18(batch=1, res=32), path)
+    for run_mode, expected in ((0, True), (1, False)):
+        session = tmp_path / "s.toml"
+        mode = "force_fp16" if run_mode == 0 else "allow_mix_precision"
+        session.write_text(f'graph_run_mode = {run_mode}\nprecision_mode = "{mode}"\n',
+                           encoding="utf-8")
+        assert main(["compile", str(path), "--product", "atlas_a2", "--config", str(session),
+                     "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["small_channel"] is expected
+        assert main(["compile", str(path), "--product", "atlas_a2", "--config",
+                     str(session)]) == 0
+        shown = "on" if expected else "off"
+        assert f"small_channel={shown}" in capsys.readouterr().out
