@@ -335,16 +335,43 @@ def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str, *,
     mp = -(-gemm.m // tm) * tm
     batch, np_, kp = cube_shape(gemm, compute.cube_tile, small_channel=small_channel)
     per_core = peak * eff * 1e12 / cores
+    depth = kp + compute.cube_k_latency
     best: tuple[float, int] | None = None
     for bm, bn in _block_candidates(compute.cube_block, tm, tn):
         blocks = batch * -(-mp // bm) * -(-np_ // bn)
         waves = -(-blocks // cores)
-        block_flops = 2.0 * min(bm, mp) * min(bn, np_) * (kp + compute.cube_k_latency)
+        block_flops = 2.0 * min(bm, mp) * min(bn, np_) * depth
         t = waves * block_flops / per_core * 1e6 * gemm.sequential
         if best is None or t < best[0]:
             best = (t, min(cores, blocks))
+    area, used = _even_split(batch, mp // tm, np_ // tn, cores)
+    t = 2.0 * area * tm * tn * depth / per_core * 1e6 * gemm.sequential
     assert best is not None
+    if t < best[0]:
+        best = (t, used)
     return best[0], int(best[1])
+
+
+def _even_split(batch: int, m_tiles: int, n_tiles: int, cores: int) -> tuple[int, int]:
+    """The multi-core split of Ascend C's matmul tiling: ``batch``, M and N divided over
+    ``bDim x mDim x nDim <= cores`` cores, each computing ``ceil(batch / bDim)`` products of
+    ``singleCoreM x singleCoreN`` (whole cube tiles) in as many base blocks as that takes
+    (``MultiCoreMatmulTiling`` / ``BatchMatmulTiling``: ``GetCoreNum`` gives ``dim = mDim x
+    nDim`` and the batch cores, ``GetSingleShape`` ``singleCoreM/N``; Ascend C API
+    reference). Returns the busiest core's output area in tiles and the cores used, for
+    the split that minimises that area (fewest cores on a tie). The pipeline fill is per
+    base block and so proportional to the area: the wave model above with blocks that
+    need not be the base block's size."""
+    best = (batch * m_tiles * n_tiles, 1)
+    for b_dim in range(1, min(batch, cores) + 1):
+        per_b = -(-batch // b_dim)
+        for m_dim in range(1, min(cores // b_dim, m_tiles) + 1):
+            n_dim = min(cores // (b_dim * m_dim), n_tiles)
+            area = per_b * -(-m_tiles // m_dim) * -(-n_tiles // n_dim)
+            used = b_dim * m_dim * n_dim
+            if area < best[0] or (area == best[0] and used < best[1]):
+                best = (area, used)
+    return best
 
 
 def _block_candidates(block: Sequence[int], tm: int, tn: int) -> list[tuple[int, int]]:

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from geplug.testing.plugin import require_product
+
 pytest.importorskip("msprof_analyze", reason="the realtools tox env installs msprof-analyze")
 pytestmark = pytest.mark.requires_products("atlas_a2")
 
@@ -227,14 +229,20 @@ def test_advisor_shows_full_shapes_and_geplugs_op_durations(cluster):
         strings = z.read("xl/sharedStrings.xml").decode()
     assert "shape: 1,32,64,64 " in strings  # pool1's input, not cut by one char at each end
     assert '"1,32,64,64"' in strings
-    # the longest convolution task as geplug recorded it: its name is whatever the device
-    # model's fusion made of it (conv2 + relu2), so it is looked up, not assumed
+    # the advisor's core-count check lists the tasks whose block dim is not a multiple of
+    # the AI cores (AI_CORE) or vector cores (AI_VECTOR_CORE): the longest such task as
+    # geplug recorded it (name, shapes and block dim all come from the device model: fusion
+    # names, the multi-core split), so it is looked up, not assumed
+    compute = require_product("atlas_a2").compute
     conn = _geplug_db(cluster, 0)
     name, shapes, dur = conn.execute(
         "SELECT n.value, i.value, t.endNs - t.startNs FROM COMPUTE_TASK_INFO c JOIN TASK t ON "
         "t.globalTaskId = c.globalTaskId JOIN STRING_IDS n ON n.id = c.name JOIN STRING_IDS i "
-        "ON i.id = c.inputShapes JOIN STRING_IDS o ON o.id = c.opType WHERE o.value = "
-        "'Conv2D' ORDER BY t.endNs - t.startNs DESC LIMIT 1").fetchone()
+        "ON i.id = c.inputShapes JOIN STRING_IDS y ON y.id = c.taskType WHERE "
+        "(y.value = 'AI_CORE' AND c.blockNum % ? != 0) OR "
+        "(y.value = 'AI_VECTOR_CORE' AND c.blockNum % ? != 0) "
+        "ORDER BY t.endNs - t.startNs DESC LIMIT 1",
+        (compute.ai_cores, compute.vector_cores)).fetchone()
     assert f"<t>{name}</t>" in strings
     assert f"<t>{shapes}</t>" in strings  # the quoted cell, whole
     assert f"<t>{dur / 1000:.3f}</t>" in strings
