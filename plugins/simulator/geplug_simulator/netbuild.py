@@ -16,9 +16,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert", "lstm", "mlp", "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet34",
-           "resnet50", "resnet101", "resnet152", "vgg16", "vgg19", "wide_resnet50_2",
-           "wide_resnet101_2"]
+__all__ = ["bert", "densenet121", "efficientnet_b0", "inception_v3", "lstm", "mlp", "mobilenet_v2",
+           "mobilenet_v2_flops", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+           "resnext50_32x4d", "shufflenet_v2", "squeezenet1_1", "vgg16", "vgg19",
+           "wide_resnet50_2", "wide_resnet101_2"]
 
 
 class _Net:
@@ -239,17 +240,21 @@ def mobilenet_v2_flops(batch: int = 1, res: int = 224) -> float:
 
 def _resnet(name: str, layers: Sequence[int], bottleneck: bool, batch: int, res: int,
             style: str, weights: str, batchnorm: bool = False,
-            width_per_group: int = 64) -> onnx.ModelProto:
+            width_per_group: int = 64, groups: int = 1) -> onnx.ModelProto:
     """The torchvision ResNet family: a 7x7 stem, four stages of ``layers`` blocks (stride on
     the first block's 3x3 from the second stage on, v1.5), global pooling and a 1000-way
     Gemm. Basic blocks (two 3x3) or bottlenecks (1x1, 3x3, 1x1 to 4x the stage width, the
-    inner width scaled by ``width_per_group / 64``: the wide variants). BatchNorm folded,
-    or with ``batchnorm`` a BatchNormalization after every convolution (the training graph)."""
+    inner width scaled by ``width_per_group / 64`` and ``groups``: the wide variants, and
+    ResNeXt's grouped 3x3). BatchNorm folded, or with ``batchnorm`` a BatchNormalization
+    after every convolution (the training graph)."""
     n = _Net(style, weights=weights)
 
-    def conv(x: str, cin: int, cout: int, k: int, s: int, act: bool = True) -> str:
-        y = n.op("Conv", [x, n.weight((cout, cin, k, k)), n.weight((cout,), "b")],
+    def conv(x: str, cin: int, cout: int, k: int, s: int, act: bool = True,
+             group: int = 1) -> str:
+        y = n.op("Conv", [x, n.weight((cout, cin // group, k, k)), n.weight((cout,), "b")],
                  kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4)
+        if group > 1:  # only then: the ungrouped networks stay the graphs they were
+            n.nodes[-1].attribute.append(helper.make_attribute("group", group))
         if batchnorm:
             y = n.op("BatchNormalization", [y, *(n.weight((cout,), p) for p in "sbmv")])
         return n.op("Relu", [y]) if act else y
@@ -264,9 +269,9 @@ def _resnet(name: str, layers: Sequence[int], bottleneck: bool, batch: int, res:
         for i in range(blocks):
             stride = s if i == 0 else 1
             if bottleneck:
-                inner = width * width_per_group // 64
+                inner = width * width_per_group // 64 * groups
                 h = conv(x, cin, inner, 1, 1)
-                h = conv(h, inner, inner, 3, stride)
+                h = conv(h, inner, inner, 3, stride, group=groups)
                 h = conv(h, inner, cout, 1, 1, act=False)
             else:
                 h = conv(conv(x, cin, width, 3, stride), width, width, 3, 1, act=False)
@@ -357,6 +362,234 @@ def vgg19(batch: int = 1, res: int = 224, weights: str = "initializer") -> onnx.
     """VGG-19 (configuration E: sixteen 3x3 convolutions, four in each of the last three
     stages); no BatchNorm."""
     return _vgg("vgg19", (2, 2, 4, 4, 4), batch, res, weights)
+
+
+def resnext50_32x4d(batch: int = 1, res: int = 224,
+                    weights: str = "initializer") -> onnx.ModelProto:
+    """ResNeXt-50 32x4d (ResNet-50's bottlenecks with the 3x3 a grouped convolution of 32
+    groups, the inner width 2x ResNet-50's: 4 channels per group at the first stage)."""
+    return _resnet("resnext50_32x4d", (3, 4, 6, 3), True, batch, res, "dynamo", weights,
+                   width_per_group=4, groups=32)
+
+
+def _cv(n: _Net, x: str, cin: int, cout: int, k: int | tuple[int, int], stride: int = 1,
+        group: int = 1, act: str = "relu", pads: Sequence[int] | None = None) -> str:
+    """A convolution (BatchNorm folded into its weight and bias, as an inference export
+    folds it) and its activation: ``"relu"``, ``"swish"`` (x * sigmoid(x), two nodes as
+    exported), ``"sigmoid"`` or ``""``. ``k``: square or (kh, kw); padded to keep the size
+    at stride 1 unless ``pads`` is given."""
+    kh, kw = (k, k) if isinstance(k, int) else k
+    y = n.op("Conv", [x, n.weight((cout, cin // group, kh, kw)), n.weight((cout,), "b")],
+             kernel_shape=[kh, kw], strides=[stride, stride], group=group,
+             pads=list(pads) if pads is not None else [kh // 2, kw // 2, kh // 2, kw // 2])
+    if act == "relu":
+        return n.op("Relu", [y])
+    if act == "swish":
+        return n.op("Mul", [y, n.op("Sigmoid", [y])])
+    if act == "sigmoid":
+        return n.op("Sigmoid", [y])
+    return y
+
+
+def _classifier(n: _Net, x: str, cin: int, name: str, batch: int, res: int,
+                pooled: bool = False) -> onnx.ModelProto:
+    """Global average pooling (unless ``pooled``), flatten, a 1000-way Gemm; the model."""
+    if not pooled:
+        x = n.op("GlobalAveragePool", [x])
+    x = n.op("Flatten", [x], axis=1)
+    n.op("Gemm", [x, n.weight((1000, cin)), n.weight((1000,), "b")], transB=1)
+    n.nodes[-1].output[0] = "y"
+    return n.model(name, [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [batch, 3, res, res])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+
+
+def densenet121(batch: int = 1, res: int = 224,
+                weights: str = "initializer") -> onnx.ModelProto:
+    """DenseNet-121 (torchvision: growth 32, four dense blocks of 6, 12, 24, 16 layers, each
+    layer BatchNorm-ReLU-1x1 (128)-ReLU-3x3 (32) on the concatenation of every earlier
+    output, as the export spells it: one Concat per layer; transitions halve the channels
+    with a 1x1 and a 2x2 average pool). The BatchNorm before each layer's ReLU cannot be
+    folded into a convolution and stays a BatchNormalization; the one after is folded."""
+    n = _Net("dynamo", weights=weights)
+
+    def bn_relu(x: str, c: int) -> str:  # running statistics 0 and 1: a finite output
+        stats = (n.const(np.zeros(c, np.float32), "m"), n.const(np.ones(c, np.float32), "v"))
+        y = n.op("BatchNormalization", [x, n.weight((c,), "s"), n.weight((c,), "b"), *stats])
+        return n.op("Relu", [y])
+
+    x = _cv(n, "x", 3, 64, 7, 2)
+    x = n.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c = 64
+    for i, layers in enumerate((6, 12, 24, 16)):
+        feats = [x]
+        for _ in range(layers):
+            cat = feats[0] if len(feats) == 1 else n.op("Concat", feats, axis=1)
+            h = _cv(n, bn_relu(cat, c), c, 128, 1)
+            feats.append(_cv(n, h, 128, 32, 3, act=""))
+            c += 32
+        x = n.op("Concat", feats, axis=1)
+        if i < 3:
+            x = _cv(n, bn_relu(x, c), c, c // 2, 1, act="")
+            x = n.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
+            c //= 2
+    return _classifier(n, bn_relu(x, c), c, "densenet121", batch, res)
+
+
+def squeezenet1_1(batch: int = 1, res: int = 224,
+                  weights: str = "initializer") -> onnx.ModelProto:
+    """SqueezeNet 1.1 (torchvision: an unpadded 3x3 stem, eight Fire modules - a 1x1
+    squeeze, then a 1x1 and a 3x3 expand concatenated - three ceil-mode max pools, and a
+    1x1 convolution to the 1000 classes before global pooling; no BatchNorm)."""
+    n = _Net("dynamo", weights=weights)
+
+    def pool(x: str) -> str:
+        return n.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+    def fire(x: str, cin: int, sq: int, ex: int) -> str:
+        s = _cv(n, x, cin, sq, 1)
+        return n.op("Concat", [_cv(n, s, sq, ex, 1), _cv(n, s, sq, ex, 3)], axis=1)
+
+    x = pool(_cv(n, "x", 3, 64, 3, 2, pads=[0, 0, 0, 0]))
+    x = pool(fire(fire(x, 64, 16, 64), 128, 16, 64))
+    x = pool(fire(fire(x, 128, 32, 128), 256, 32, 128))
+    for cin, sq, ex in ((256, 48, 192), (384, 48, 192), (384, 64, 256), (512, 64, 256)):
+        x = fire(x, cin, sq, ex)
+    x = n.op("GlobalAveragePool", [_cv(n, x, 512, 1000, 1)])
+    n.op("Flatten", [x], axis=1)
+    n.nodes[-1].output[0] = "y"
+    return n.model("squeezenet1_1", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [batch, 3, res, res])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+
+
+def shufflenet_v2(batch: int = 1, res: int = 224,
+                  weights: str = "initializer") -> onnx.ModelProto:
+    """ShuffleNetV2 1.0x (torchvision: stages of 4, 8, 4 units at 116, 232, 464 channels;
+    a unit splits its input in two channel halves, runs one through 1x1, 3x3 depthwise,
+    1x1, concatenates and shuffles the channels with Reshape-Transpose-Reshape; a
+    downsampling unit runs both halves from the whole input, each with a stride-2
+    depthwise; a 1x1 to 1024, the spatial mean, the classifier)."""
+    n = _Net("dynamo", weights=weights)
+
+    def shuffle(x: str, c: int, size: int) -> str:
+        r = n.reshape(x, [batch, 2, c // 2, size, size])
+        t = n.op("Transpose", [r], perm=[0, 2, 1, 3, 4])
+        return n.reshape(t, [batch, c, size, size])
+
+    x = _cv(n, "x", 3, 24, 3, 2)
+    x = n.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin, size = 24, res // 4
+    for cout, units in ((116, 4), (232, 8), (464, 4)):
+        half = cout // 2
+        for i in range(units):
+            if i == 0:
+                size //= 2
+                b1 = _cv(n, _cv(n, x, cin, cin, 3, 2, group=cin, act=""), cin, half, 1)
+                b2 = _cv(n, x, cin, half, 1)
+                b2 = _cv(n, _cv(n, b2, half, half, 3, 2, group=half, act=""), half, half, 1)
+            else:
+                b1 = n.op("Split", [x, n.const(np.array([half, half], np.int64))], n_out=2,
+                          axis=1)
+                b2 = n.nodes[-1].output[1]
+                b2 = _cv(n, _cv(n, _cv(n, b2, half, half, 1), half, half, 3, group=half,
+                                    act=""), half, half, 1)
+            x = shuffle(n.op("Concat", [b1, b2], axis=1), cout, size)
+            cin = cout
+    x = _cv(n, x, cin, 1024, 1)
+    x = n.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    n.op("Gemm", [x, n.weight((1000, 1024)), n.weight((1000,), "b")], transB=1)
+    n.nodes[-1].output[0] = "y"
+    return n.model("shufflenet_v2", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [batch, 3, res, res])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+
+
+_EFFNET_B0 = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+              (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1))
+"""EfficientNet-B0's MBConv stages: expansion, kernel, stride, channels, repeats."""
+
+
+def efficientnet_b0(batch: int = 1, res: int = 224,
+                    weights: str = "initializer") -> onnx.ModelProto:
+    """EfficientNet-B0 (pycls's, the same network as torchvision's: MBConv blocks - 1x1
+    expansion, kxk depthwise, squeeze-and-excitation to a quarter of the block's input
+    width, 1x1 projection - with swish, x * sigmoid(x), as two exported nodes; a 1x1 head
+    to 1280, pooling, the classifier)."""
+    n = _Net("dynamo", weights=weights)
+    x, cin = _cv(n, "x", 3, 32, 3, 2, act="swish"), 32
+    for t, k, s, c, reps in _EFFNET_B0:
+        for i in range(reps):
+            stride = s if i == 0 else 1
+            hid = cin * t
+            h = x if t == 1 else _cv(n, x, cin, hid, 1, act="swish")
+            h = _cv(n, h, hid, hid, k, stride, group=hid, act="swish")
+            se = _cv(n, n.op("GlobalAveragePool", [h]), hid, cin // 4, 1, act="swish")
+            h = n.op("Mul", [h, _cv(n, se, cin // 4, hid, 1, act="sigmoid")])
+            h = _cv(n, h, hid, c, 1, act="")
+            x = n.op("Add", [x, h]) if stride == 1 and cin == c else h
+            cin = c
+    x = _cv(n, x, cin, 1280, 1, act="swish")
+    return _classifier(n, x, 1280, "efficientnet_b0", batch, res)
+
+
+def inception_v3(batch: int = 1, res: int = 299, weights: str = "initializer",
+                 transform_input: bool = True) -> onnx.ModelProto:
+    """Inception-v3 (torchvision's pretrained model as exported for inference: no
+    auxiliary classifier; with ``transform_input`` its per-channel rescaling of the input,
+    a Slice, Mul and Add per channel and a Concat, as the pretrained model has): an
+    unpadded stem, three InceptionA, InceptionB, four InceptionC with factorised 1x7 / 7x1
+    convolutions, InceptionD and two InceptionE blocks, each a Concat of parallel branches
+    (a 3x3 average-pool branch in A, C and E)."""
+    n = _Net("dynamo", weights=weights)
+    x = "x"
+    if transform_input:
+        chans = []
+        for i, (mean, std) in enumerate(((0.485, 0.229), (0.456, 0.224), (0.406, 0.225))):
+            ch = n.op("Slice", [x, *(n.const(np.array([v], np.int64)) for v in (i, i + 1, 1))])
+            ch = n.op("Mul", [ch, n.const(np.array(std / 0.5, np.float32))])
+            chans.append(n.op("Add", [ch, n.const(np.array((mean - 0.5) / 0.5, np.float32))]))
+        x = n.op("Concat", chans, axis=1)
+
+    def cv(x: str, cin: int, cout: int, k: int | tuple[int, int], stride: int = 1,
+           pad: bool = True) -> str:
+        return _cv(n, x, cin, cout, k, stride, pads=None if pad else [0, 0, 0, 0])
+
+    def avg(x: str) -> str:
+        return n.op("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1] * 4,
+                    count_include_pad=1)
+
+    def maxp(x: str) -> str:
+        return n.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2])
+
+    def cat(*xs: str) -> str:
+        return n.op("Concat", list(xs), axis=1)
+
+    x = cv(cv(cv(x, 3, 32, 3, 2, pad=False), 32, 32, 3, pad=False), 32, 64, 3)
+    x = maxp(cv(cv(maxp(x), 64, 80, 1), 80, 192, 3, pad=False))
+    c = 192
+    for pf in (32, 64, 64):  # InceptionA
+        b5 = cv(cv(x, c, 48, 1), 48, 64, 5)
+        b3 = cv(cv(cv(x, c, 64, 1), 64, 96, 3), 96, 96, 3)
+        x, c = cat(cv(x, c, 64, 1), b5, b3, cv(avg(x), c, pf, 1)), 224 + pf
+    b3 = cv(cv(cv(x, c, 64, 1), 64, 96, 3), 96, 96, 3, 2, pad=False)  # InceptionB
+    x, c = cat(cv(x, c, 384, 3, 2, pad=False), b3, maxp(x)), 768
+    for c7 in (128, 160, 160, 192):  # InceptionC
+        b7 = cv(cv(cv(x, c, c7, 1), c7, c7, (1, 7)), c7, 192, (7, 1))
+        d = cv(x, c, c7, 1)
+        for kk, co in (((7, 1), c7), ((1, 7), c7), ((7, 1), c7), ((1, 7), 192)):
+            d = cv(d, c7, co, kk)
+        x = cat(cv(x, c, 192, 1), b7, d, cv(avg(x), c, 192, 1))
+    b3 = cv(cv(x, c, 192, 1), 192, 320, 3, 2, pad=False)  # InceptionD
+    b7 = cv(cv(cv(x, c, 192, 1), 192, 192, (1, 7)), 192, 192, (7, 1))
+    x, c = cat(b3, cv(b7, 192, 192, 3, 2, pad=False), maxp(x)), 1280
+    for _ in range(2):  # InceptionE
+        b3 = cv(x, c, 384, 1)
+        d = cv(cv(x, c, 448, 1), 448, 384, 3)
+        x, c = cat(cv(x, c, 320, 1), cv(b3, 384, 384, (1, 3)), cv(b3, 384, 384, (3, 1)),
+                   cv(d, 384, 384, (1, 3)), cv(d, 384, 384, (3, 1)),
+                   cv(avg(x), c, 192, 1)), 2048
+    return _classifier(n, x, c, "inception_v3", batch, res)
 
 
 def lstm(seq: int = 100, batch: int = 8, inputs: int = 256, hidden: int = 256,
