@@ -271,8 +271,7 @@ def _resolve_cmd(args: argparse.Namespace) -> int:
     for name in ("device_id", "dump_root", "profiling_output", "kernel_meta_dir",
                  "exception_dump_level", "exception_dump_path", "exception_dump_dir",
                  "op_debug_items",
-                 "impl_default", "impl_by_op_type", "impl_by_node", "mixlist_overrides",
-                 "enable_small_channel"):
+                 "impl_default", "impl_by_op_type", "impl_by_node", "mixlist_overrides"):
         value = data[name]
         if value in (None, (), [], {}):
             continue

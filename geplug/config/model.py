@@ -116,6 +116,9 @@ class SessionConfig:
     op_compiler_cache_dir: str | None = None
     # on-chip (L2) buffer reuse: ATC --buffer_optimize, GE ge.bufferOptimize
     buffer_optimize: str | None = None
+    # C04 layout of a first convolution of at most 4 channels: ATC --enable_small_channel,
+    # GE ge.enableSmallChannel, TF parameter_map enable_small_channel (options.md §6, R29)
+    enable_small_channel: int | None = None
     # the seed's example session sets it (options.md §15.1); carried, never checked
     use_off_line: bool | None = None
 

@@ -106,6 +106,9 @@ _SPECS = (
        torch="ACL_OP_COMPILER_CACHE_DIR", section="CANN ATC/GE docs"),
     _o("buffer_optimize", "str", "s", ("ge.bufferOptimize", "buffer_optimize"),
        atc="buffer_optimize", section="CANN ATC/GE docs"),
+    _o("enable_small_channel", "int", "i",
+       ("ge.enableSmallChannel", "ge.exec.enable_small_channel", "enable_small_channel"),
+       atc="enable_small_channel", section="§6 (R29); CANN ATC docs"),
     _o("use_off_line", "bool", "b", (), section="§15.1"),
 )
 
@@ -131,7 +134,7 @@ ATC_IGNORED_FLAGS = frozenset({
     "model", "weight", "framework", "output", "input_shape", "input_format", "out_nodes",
     "log", "mode", "singleop", "insert_op_conf", "output_type", "input_fp16_nodes",
     "dynamic_batch_size", "dynamic_image_size", "dynamic_dims", "host_env_os", "host_env_cpu",
-    "keep_dtype", "customize_dtypes", "allow_hf32", "fusion_switch_file", "enable_small_channel",
+    "keep_dtype", "customize_dtypes", "allow_hf32", "fusion_switch_file",
     "compression_optimize_conf", "input_shape_range",
     "is_input_adjust_hw_layout",
     "is_output_adjust_hw_layout", "status_check", "dump_mode", "json", "om",

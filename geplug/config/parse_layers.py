@@ -38,7 +38,7 @@ GE_IGNORED = frozenset({
     "ge.exec.deviceId", "ge.exec.rankTableFile", "ge.exec.rankId", "ge.exec.podName",
     "ge.exec.jobId", "ge.exec.hcclFlag", "ge.optionNameMap", "ge.exec.isUseHcom",
     "ge.exec.isTailingOptimization", "ge.exec.variable_acc", "ge.exportCompileStat",
-    "ge.exec.allow_hf32", "ge.enableSmallChannel", "ge.exec.enable_small_channel",
+    "ge.exec.allow_hf32",
 })
 
 

@@ -22,7 +22,7 @@ from geplug.config.text import short
 __all__ = ["TF_IGNORED", "parse_tf_parameter_map", "parse_tf_snippet"]
 
 TF_IGNORED = frozenset({
-    "mix_compile_mode", "enable_small_channel", "jit_compile", "iterations_per_loop",
+    "mix_compile_mode", "jit_compile", "iterations_per_loop",
     "variable_format_optimize", "hcom_parallel", "enable_data_pre_proc", "session_device_id",
     "local_rank_id", "local_device_list", "customize_dtypes", "keep_dtype", "input_shape",
     "dynamic_input", "dynamic_graph_execute_mode", "graph_memory_max_size",

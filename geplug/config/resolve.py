@@ -108,7 +108,7 @@ def resolve(
         impl_by_op_type=by_type,
         impl_by_node=by_node,
         impl_default=impl_default,
-        enable_small_channel=run_mode == 0,
+        enable_small_channel=effective.enable_small_channel == 1,
         mixlist_overrides=mixlist,
         rank=rank,
     )
@@ -137,9 +137,12 @@ def _run_mode(p: _Pass) -> int:
     run_mode, run_src = graph_run_mode(p.c, p.product)
     p.fill("graph_run_mode", run_mode, run_src)
     p.sources["run_mode"] = run_src
-    # R29: the TF adapter forces enable_small_channel = 1 in online inference
-    p.sources["enable_small_channel"] = Source.RUN_MODE_DEFAULT if run_mode == 0 else \
-        Source.BUILTIN_DEFAULT
+    # R29: the TF adapter forces enable_small_channel = 1 in online inference; ATC and GE
+    # default to 0 (ATC docs, --enable_small_channel); a value the user set is kept
+    if p.c.front_end == "tf" and run_mode == 0:
+        p.fill("enable_small_channel", 1, Source.RUN_MODE_DEFAULT)
+    else:
+        p.fill("enable_small_channel", 0, Source.BUILTIN_DEFAULT)
     return run_mode
 
 

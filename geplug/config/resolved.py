@@ -74,8 +74,9 @@ class ResolvedConfig:
     impl_default: str = "high_performance"
     """The mode of ops no list names (high_performance unless a ``_for_all`` mode says)."""
     enable_small_channel: bool = False
-    """The TF adapter forces ``enable_small_channel = 1`` in online inference (options.md §6,
-    R29); geplug reports it, it is not an option of :class:`SessionConfig`."""
+    """Whether small-channel mode (C04) is on: the user's ``enable_small_channel``, else 1
+    from the TF adapter in online inference (options.md §6, R29), else 0 (ATC's and GE's
+    default)."""
     mixlist_overrides: Mapping[str, bool | None] = attrs.field(factory=dict)
     """From the modify_mixlist JSON (options.md §5.5): op type -> ``True`` white list (may be
     lowered), ``False`` black list (kept), ``None`` grey list (follows the previous op).

@@ -32,12 +32,12 @@ from typing import Any
 import attrs
 import numpy as np
 
-from geplug.device.ir import Graph, Node, dtype_bytes, numel
+from geplug.device.ir import DTYPE_BYTES, Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
 
 __all__ = ["GATHER_OPS", "ISSUE_MODES", "SMALL_CHANNEL_C0", "NodeWork", "TaskCost",
            "cube_shape", "cube_time_us", "gather_unread_bytes", "l2_resident_bytes",
-           "node_work", "task_cost", "with_ai_cores"]
+           "node_work", "small_channel_in_force", "task_cost", "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
 """How tasks reach the device: a sunk graph, or one host launch per op."""
@@ -65,6 +65,10 @@ class Gemm:
     """For a convolution (``batch`` = its groups): its kernel window (kh x kw), so that
     ``k = input channels per group x window``; 0 for any other GEMM. The cube pads such a
     K per kernel tap and merges groups (:func:`cube_shape`)."""
+    c04: bool = False
+    """Whether the convolution may use the C04 layout under small-channel mode: 2-D, not
+    grouped, a kernel larger than 1x1 and at most 4 input channels (the TBE Conv2D's
+    ``op_select_format`` leaves C04 off for groups, 1x1 kernels and 3-D convolutions)."""
 
     @property
     def flops(self) -> float:
@@ -161,7 +165,8 @@ def _conv(node: Node, graph: Graph) -> Gemm:
                     k=max(w[0] // group, 1))
     spatial = math.prod(out[2:]) if len(out) > 2 else 1
     return Gemm(batch=group, m=out[0] * spatial, n=max(out[1] // group, 1), k=w[1] * window,
-                window=window)
+                window=window, c04=group == 1 and len(w) == 4 and window > 1
+                and w[1] <= SMALL_CHANNEL_C0)
 
 
 def _rnn(node: Node, graph: Graph, gates: int) -> NodeWork:
@@ -285,38 +290,56 @@ when small-channel mode is on (CANN's C04 format: ``enable_small_channel``, the
 ``optim_dict``): its channels pad to 4 per kernel tap instead of the cube's C0."""
 
 
-def cube_shape(gemm: Gemm, tile: Sequence[int], *, small_channel: bool = False
-               ) -> tuple[int, int, int]:
+def _c0(dtype: str, tile_k: int) -> int:
+    """The channel block of ``dtype``'s fractal: 32 bytes of channels (CANN's
+    ``CUBE_MKN[dtype]['mac'][1]``: 16 for float16/bfloat16, 8 for float32, 32 for int8); the
+    tile's K for a dtype of unknown size."""
+    size = DTYPE_BYTES.get(dtype, 0)
+    return 32 // size if size in (1, 2, 4) else tile_k
+
+
+def cube_shape(gemm: Gemm, tile: Sequence[int], *, small_channel: bool = False,
+               dtype: str = "") -> tuple[int, int, int]:
     """The padded ``(batch, N, K)`` the cube computes for ``gemm`` (M is padded alone).
 
     A plain GEMM pads N and K to the cube tile. A convolution (``gemm.window``: its kernel
     window) is laid out as CANN lays out its weight (FRACTAL_Z: C1 x kh x kw fractals of
-    C0 channels, ``conv_layer_cce_shape_calc``): K is the input channels padded to C0 (the
-    tile's K) **per kernel tap**, times the window. A 3-channel 7x7 stem is K = 16 x 49,
-    not 3 x 49 padded; with ``small_channel`` (``enable_small_channel``) an input of at most
-    4 channels pads to :data:`SMALL_CHANNEL_C0` per tap instead (C04).
+    C0 channels, ``conv_layer_cce_shape_calc``): K is the input channels padded to C0 **per
+    kernel tap**, times the window, C0 being 32 bytes of ``dtype`` (16 float16 channels, 8
+    float32, 32 int8). A 3-channel 7x7 float16 stem is K = 16 x 49, not 3 x 49 padded. With
+    ``small_channel`` (C04 in force) a convolution that may use it (``gemm.c04``) pads its
+    channels to :data:`SMALL_CHANNEL_C0` per tap instead.
 
     A grouped convolution runs with ``enlarge`` groups merged into one with a block-diagonal
     weight, ``enlarge = min(lcm(lcm(cin_g, C0) / cin_g, lcm(cout_g, 16) / cout_g),
     groups)``; each merged group has ``ceil(cin_g x enlarge / C0)`` input-channel fractals
     per tap (K) and ``ceil(cout_g x enlarge / 16)`` output fractals (N), and there are
     ``ceil(groups / enlarge)`` of them (``_conv_layer_cce`` of the TBE Conv2D,
-    ``opp/built-in/op_impl/ai_core/tbe/impl/conv2d.py``, CANN 8.1.RC1; C0 and 16 are the
-    cube tile's K and N). A depthwise convolution of C channels (cin_g = cout_g = 1) is
-    C / 16 GEMMs of N = 16 and K = 16 x window, not C GEMMs padded from N = 1, K = window.
+    ``opp/built-in/op_impl/ai_core/tbe/impl/conv2d.py``, CANN 8.1.RC1; the TBE
+    DepthwiseConv2D calls the same Conv2D with groups = channels). 16 is the cube tile's N.
+    A depthwise float16 convolution of C channels (cin_g = cout_g = 1) is C / 16 GEMMs of
+    N = 16 and K = 16 x window, not C GEMMs padded from N = 1, K = window.
     """
     _, tn, tk = tile
     if not gemm.window:
         return gemm.batch, -(-gemm.n // tn) * tn, -(-gemm.k // tk) * tk
+    c0 = _c0(dtype, tk)
     cin, cout = max(gemm.k // gemm.window, 1), gemm.n
     enlarge = 1
     if gemm.batch > 1:
-        enlarge = min(math.lcm(math.lcm(cin, tk) // cin, math.lcm(cout, tn) // cout),
+        enlarge = min(math.lcm(math.lcm(cin, c0) // cin, math.lcm(cout, tn) // cout),
                       gemm.batch)
     channels = cin * enlarge
-    c0 = SMALL_CHANNEL_C0 if small_channel and channels <= SMALL_CHANNEL_C0 else tk
-    k = -(-(-(-channels // c0) * c0 * gemm.window) // tk) * tk
+    block = SMALL_CHANNEL_C0 if small_channel and gemm.c04 else c0
+    k = -(-(-(-channels // block) * block * gemm.window) // c0) * c0
     return -(-gemm.batch // enlarge), -(-(cout * enlarge) // tn) * tn, k
+
+
+def small_channel_in_force(product: Product, enabled: bool, *, aipp: bool = False) -> bool:
+    """Whether convolutions get the C04 layout: ``enable_small_channel`` as resolved
+    (``enabled``), unless the product's SoC keeps C04 for an AIPP-fed first layer
+    (``compute.small_channel_needs_aipp``) and the model has no AIPP (geplug models none)."""
+    return enabled and (aipp or not product.compute.small_channel_needs_aipp)
 
 
 def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str, *,
@@ -333,7 +356,8 @@ def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str, *,
     eff = compute.cube_efficiency.get(dtype, 1.0)
     tm, tn, _ = compute.cube_tile  # lengths checked when the declaration is loaded
     mp = -(-gemm.m // tm) * tm
-    batch, np_, kp = cube_shape(gemm, compute.cube_tile, small_channel=small_channel)
+    batch, np_, kp = cube_shape(gemm, compute.cube_tile, small_channel=small_channel,
+                                dtype=dtype)
     per_core = peak * eff * 1e12 / cores
     depth = kp + compute.cube_k_latency
     best: tuple[float, int] | None = None

@@ -216,7 +216,14 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
             for i, g in enumerate(work.gemms):
                 tag = f"{node.name}{i or ''}"
                 if not from_data:
-                    dg = Gemm(g.batch, g.m, g.k, g.n, g.sequential)
+                    # the input gradient of a grouped convolution is itself a grouped
+                    # convolution (dy with the rotated kernel: K = cout_g x window, N =
+                    # cin_g), its groups merged as the forward's are (Conv2DBackpropInput's
+                    # calculate_group, CANN 8.1.RC1 util_deconv_comm.py); any other GEMM
+                    # is the transposed product
+                    dg = (Gemm(g.batch, g.m, g.k // g.window, g.n * g.window, g.sequential,
+                               window=g.window) if g.window and g.batch > 1
+                          else Gemm(g.batch, g.m, g.k, g.n, g.sequential))
                     out.append(_gemm_task(f"{tag}_dgrad", dgrad_op, dg, plan.dtype, fwd_bytes,
                                           product, overhead))
                 wg = _split_k(Gemm(g.batch, g.k, g.n, g.m, g.sequential), product)

@@ -272,6 +272,11 @@ class ComputeModel:
     tensor moves at ``memory_bandwidth_gbps``."""
     l2_bandwidth_gbps: float = 0.0
     """Achieved L2 bandwidth, GB/s (whole chip); required > 0 when ``l2_cache_mib`` > 0."""
+    small_channel_needs_aipp: bool = False
+    """Whether small-channel mode (C04, ``enable_small_channel``) applies only to a first
+    layer fed by AIPP on this SoC (the TBE Conv2D's ``op_select_format`` turns C04 off for a
+    convolution that is not the AIPP-fed first layer on such SoCs). geplug models no AIPP,
+    so the simulator never uses C04 on such a product."""
 
 
 def _patterns(value: Any) -> Mapping[str, tuple[tuple[str, ...], ...]]:

@@ -9,7 +9,13 @@ import math
 import pytest
 
 from geplug.device import Graph, Node, Tensor, build_device_model, optimize
-from geplug.device.cost import Gemm, cube_shape, cube_time_us, node_work
+from geplug.device.cost import (
+    Gemm,
+    cube_shape,
+    cube_time_us,
+    node_work,
+    small_channel_in_force,
+)
 from geplug.testing.plugin import require_product
 
 TILE = (16, 16, 16)
@@ -58,15 +64,47 @@ def test_grouped_convolutions_merge_as_the_tbe_conv2d_does(cin: int, cout: int, 
 
 def test_input_channels_pad_per_kernel_tap_and_small_channel_pads_a_stem_to_four() -> None:
     stem = _gemm(3, 64, 7)
-    assert stem.k == 3 * 49
+    assert stem.k == 3 * 49 and stem.c04
     assert cube_shape(stem, TILE) == (1, 64, 16 * 49)            # C0 = 16 per tap
     assert cube_shape(stem, TILE, small_channel=True) == (1, 64, 208)  # 4 x 49 = 196 -> 208
     wide = _gemm(64, 64, 3)
+    assert not wide.c04
     assert cube_shape(wide, TILE) == cube_shape(wide, TILE, small_channel=True) == (1, 64, 576)
     odd = _gemm(24, 32, 3)                                        # 24 -> 32 per tap
     assert cube_shape(odd, TILE) == (1, 32, 32 * 9)
     plain = Gemm(batch=4, m=100, n=24, k=40)                      # a MatMul: K padded once
     assert cube_shape(plain, TILE) == (4, 32, 48)
+
+
+@pytest.mark.parametrize(("cin", "cout", "k", "group"), [
+    (4, 4, 3, 2),      # grouped: C04 is off for groups (TBE Conv2D op_select_format)
+    (4, 4, 3, 4),      # depthwise on 4 channels
+    (3, 64, 1, 1),     # a 1x1 kernel
+])
+def test_small_channel_leaves_grouped_and_1x1_convolutions_alone(cin: int, cout: int, k: int,
+                                                                 group: int) -> None:
+    gemm = _gemm(cin, cout, k, group=group)
+    assert not gemm.c04
+    assert cube_shape(gemm, TILE, small_channel=True) == cube_shape(gemm, TILE)
+
+
+def test_the_channel_block_is_32_bytes_of_the_dtype() -> None:
+    stem = _gemm(3, 64, 7)
+    assert cube_shape(stem, TILE, dtype="float16") == (1, 64, 16 * 49)
+    assert cube_shape(stem, TILE, dtype="float32") == (1, 64, 8 * 49)   # C0 = 8
+    assert cube_shape(stem, TILE, dtype="int8") == (1, 64, 32 * 49)     # C0 = 32
+    depthwise = _gemm(64, 64, 3, group=64)
+    assert cube_shape(depthwise, TILE, dtype="int8") == (2, 32, 32 * 9)  # 32 groups merged
+
+
+@pytest.mark.requires_products("atlas_infer", "atlas_a2")
+def test_c04_needs_aipp_where_the_product_says_so() -> None:
+    infer, a2 = require_product("atlas_infer"), require_product("atlas_a2")
+    assert infer.compute.small_channel_needs_aipp and not a2.compute.small_channel_needs_aipp
+    assert small_channel_in_force(infer, True) is False       # geplug models no AIPP
+    assert small_channel_in_force(infer, True, aipp=True) is True
+    assert small_channel_in_force(a2, True) is True
+    assert small_channel_in_force(a2, False) is False
 
 
 @pytest.mark.requires_products("atlas_infer")

@@ -58,3 +58,31 @@ def test_an_unknown_optimizer_is_a_compile_error_naming_the_choices() -> None:
     model, product = _model()
     with pytest.raises(CompileError, match="'rmsprop' is not one of"):
         training_step(model, product, optimizer="rmsprop")
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_a_depthwise_convolutions_input_gradient_merges_its_groups_as_the_forward() -> None:
+    """Conv2DBackpropInput of a grouped convolution is a grouped convolution of dy with the
+    rotated kernel, its groups merged by the same rule (CANN util_deconv_comm)."""
+    from geplug.device import Graph, Node, Tensor, build_device_model, optimize
+    from geplug.device.training import training_step
+
+    product = require_product("atlas_a2")
+    ts = {"x": Tensor(name="x", dtype="float16", shape=(32, 192, 28, 28), kind="input"),
+          "a": Tensor(name="a", dtype="float16", shape=(32, 192, 28, 28)),
+          "w": Tensor(name="w", dtype="float16", shape=(192, 1, 3, 3), kind="weight"),
+          "y": Tensor(name="y", dtype="float16", shape=(32, 192, 28, 28))}
+    g = Graph(name="dw", nodes=[
+        Node(name="relu", op_type="Relu", inputs=("x",), outputs=("a",)),
+        Node(name="dw", op_type="Conv2D", inputs=("a", "w"), outputs=("y",),
+             attrs={"group": 192, "kernel_shape": [3, 3]})],
+        tensors=ts, inputs=("x",), outputs=("y",))
+    fwd = build_device_model(optimize(g, product.graph), product, check_memory=False,
+                             fusion=False)
+    step = training_step(fwd, product)
+    forward = next(t for t in step.tasks if t.phase == "forward" and t.op_type == "Conv2D")
+    dgrad = next(t for t in step.tasks if t.name.endswith("_dgrad"))
+    assert dgrad.flops == forward.flops
+    # merged: the same cube work as the forward (unmerged, each channel's N = 9 and K = 1
+    # padded to 16 x 16 took ~6x the forward's time)
+    assert dgrad.duration_us == pytest.approx(forward.duration_us, rel=0.1)

@@ -1,6 +1,7 @@
-"""Rules of aicore_num, op_compiler_cache_mode, op_compiler_cache_dir and buffer_optimize
+"""Rules of aicore_num, op_compiler_cache_mode, op_compiler_cache_dir, buffer_optimize and
+enable_small_channel
 (CANN GE/ATC docs: ``ge.aicoreNum``, ``--op_compiler_cache_mode``, ``--op_compiler_cache_dir``,
-``--buffer_optimize``).
+``--buffer_optimize``, ``--enable_small_channel``).
 
 The core count is checked against the product declaration (``compute.ai_cores``), never a
 product's name: GE/FE refuses an ``aicoreNum`` outside ``[1, ai_core_cnt]`` of the SoC.
@@ -34,6 +35,12 @@ def check_compile_cache(ctx: Ctx) -> None:
             vocab.OP_COMPILER_CACHE_MODES)
     _one_of(ctx, "buffer_optimize", c.buffer_optimize, "a buffer optimisation mode",
             vocab.BUFFER_OPTIMIZE_MODES)
+    small = c.enable_small_channel
+    if small is not None and small not in (0, 1):
+        ctx.err("enable_small_channel", small,
+                f"enable_small_channel must be 0 (off) or 1 (C04 for a first convolution of at "
+                f"most 4 channels), got {small!r}", "set enable_small_channel = 0 or 1",
+                code="E10001")
     cache_dir = c.op_compiler_cache_dir
     if cache_dir is not None:
         if not cache_dir.strip():

@@ -29,6 +29,7 @@ from onnx import TensorProto, helper
 from geplug.backend import SampleModel
 from geplug.config.problems import Problem
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
+from geplug.device.cost import small_channel_in_force
 from geplug.errors import BackendError, CompileError, ConfigError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
@@ -503,7 +504,8 @@ class SimRuntime:
             model_name=imported.name, fusion=fusion,
             aicore_num=system.config.config.aicore_num,
             buffer_optimize=system.config.config.buffer_optimize,
-            small_channel=system.config.enable_small_channel,
+            small_channel=small_channel_in_force(system.product,
+                                                 system.config.enable_small_channel),
         )
 
     def _tasks(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
+from geplug.device.cost import small_channel_in_force
 from geplug.errors import CompileError
 from geplug.events import OpRecord
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
@@ -169,7 +170,8 @@ def compile_graph(
             soc_version=system.config.config.soc_version or "",
             model_name=f"{graph_name} ({phase})",
             aicore_num=system.config.config.aicore_num,
-            buffer_optimize=system.config.config.buffer_optimize)
+            buffer_optimize=system.config.config.buffer_optimize,
+            small_channel=small_channel_in_force(product, system.config.enable_small_channel))
     except CompileError as exc:
         raise CompileError(f"{exc} (graph {graph_name!r}, {phase})", node=exc.node,
                            details={**exc.details, "graph": graph_name}) from None
