@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["DTYPE_BYTES", "Graph", "Node", "Tensor", "dtype_bytes", "numel"]
+__all__ = ["DTYPE_BYTES", "Graph", "Node", "Tensor", "dtype_bytes", "make_node", "make_tensor",
+           "numel"]
 
 DTYPE_BYTES: Mapping[str, int] = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
@@ -109,3 +110,36 @@ class Graph:
     def tensor(self, name: str) -> Tensor | None:
         """The tensor ``name`` (``None`` for an omitted input or an unknown name)."""
         return self.tensors.get(name) if name else None
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def make_tensor(name: str, dtype: str, shape: tuple[int | None, ...] | None,
+                kind: TensorKind) -> Tensor:
+    """A :class:`Tensor` from values already in canonical form (``shape`` a tuple of ints
+    and ``None``, or ``None``), without the converters: for an importer building every
+    tensor of a large model (half the cost of ``Tensor(...)``). Equal to
+    ``Tensor(name=name, dtype=dtype, shape=shape, kind=kind)`` for such values."""
+    t = _new(Tensor)
+    _set(t, "name", name)
+    _set(t, "dtype", dtype)
+    _set(t, "shape", shape)
+    _set(t, "kind", kind)
+    return t
+
+
+def make_node(name: str, op_type: str, source_op: str, inputs: tuple[str, ...],
+              outputs: tuple[str, ...], attrs: dict[str, Any]) -> Node:
+    """A :class:`Node` from values already in canonical form (``inputs`` and ``outputs``
+    tuples of str), without the converters: for an importer building every node of a large
+    model. Equal to ``Node(name=..., op_type=..., ...)`` for such values."""
+    n = _new(Node)
+    _set(n, "name", name)
+    _set(n, "op_type", op_type)
+    _set(n, "source_op", source_op)
+    _set(n, "inputs", inputs)
+    _set(n, "outputs", outputs)
+    _set(n, "attrs", attrs)
+    return n

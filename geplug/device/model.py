@@ -30,6 +30,7 @@ from geplug.device.cost import (
     gather_unread_bytes,
     l2_resident_bytes,
     node_work,
+    node_works,
     task_cost,
     with_ai_cores,
 )
@@ -123,30 +124,42 @@ def copy_us(nbytes: float, product: Product) -> float:
     return c.host_copy_overhead_us + nbytes / (c.host_link_gbps * 1e9) * 1e6
 
 
-def _device_dtypes(graph: Graph, opt: OptimizedGraph, decisions: Mapping[str, Any]
-                   ) -> dict[str, str]:
-    """The dtype each tensor is held in on the device (lowered weights and outputs)."""
+def _device_dtypes(graph: Graph, opt: OptimizedGraph, decisions: Mapping[str, Any],
+                   nodes: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The dtype each tensor is held in on the device (lowered weights and outputs).
+
+    An output held in its graph dtype (a node computing in its original dtype) may be left
+    out: readers take a missing tensor as held in its graph dtype. A weight's first
+    consumer decides its dtype, whatever it is (GE stores a lowered weight lowered).
+    ``nodes``: the graph's node name -> node map, when the caller has one."""
     out: dict[str, str] = {}
-    nodes = {n.name: n for n in graph.nodes}
+    if nodes is None:
+        nodes = {n.name: n for n in graph.nodes}
     tensors = graph.tensors
     known = opt.known
+    get = decisions.get
     for name in opt.device_nodes:
-        d = decisions.get(name)
-        if d is None or not getattr(d, "dtype", ""):
+        d = get(name)
+        if d is None:
+            continue
+        dtype = getattr(d, "dtype", "")
+        if not dtype:
             continue
         orig = getattr(d, "original_dtype", "")
         if orig not in _FLOATS:
             continue
         node = nodes[name]
-        for t in node.outputs:
-            tt = tensors.get(t) if t else None
-            if tt is not None and tt.dtype == orig:
-                out[t] = d.output_dtype or d.dtype
+        held = getattr(d, "output_dtype", "") or dtype
+        if held != orig:  # else every output it writes stays in its graph dtype
+            for t in node.outputs:
+                tt = tensors.get(t) if t else None
+                if tt is not None and tt.dtype == orig:
+                    out[t] = held
         for t in node.inputs:
             if t in known:
                 tt = tensors.get(t)
                 if tt is not None and tt.dtype == orig:
-                    out.setdefault(t, d.dtype)  # GE stores a lowered weight lowered
+                    out.setdefault(t, dtype)  # GE stores a lowered weight lowered
     return out
 
 
@@ -187,17 +200,21 @@ def build_device_model(
                            "intermediates in L2) or 'off_optimize' (no L2 reuse)")
     decisions = dict(decisions or {})
     graph = opt.graph
-    engines = {n: getattr(d, "engine", "AI_CORE") for n, d in decisions.items()}
-    opt = fuse(opt, product.graph, engines=engines, patterns=None if fusion else ())
+    # fuse keeps the nodes off any engine but AI Core out of fusions: it needs only those
+    engines = {n: e for n, d in decisions.items()
+               if (e := getattr(d, "engine", "AI_CORE")) != "AI_CORE"}
     nodes = {n.name: n for n in graph.nodes}
-    held = _device_dtypes(graph, opt, decisions)
+    opt = fuse(opt, product.graph, engines=engines, patterns=None if fusion else (),
+               _nodes=nodes)
+    held = _device_dtypes(graph, opt, decisions, nodes)
     nbytes = _Bytes(graph, held)
     op_classes: dict[str, str] = {}
     node_task: dict[str, str] = {}
     plans: list[tuple[Task, TaskCost, str, str, tuple[NodeWork, ...]]] = []
     unresolved: set[str] = set()
     tasks = opt.tasks
-    moved_by_task = [_task_bytes(task, nodes, nbytes) for task in tasks]
+    gathers = frozenset(n.name for n in graph.nodes if n.op_type in GATHER_OPS)
+    moved_by_task = [_task_bytes(task, nodes, nbytes, gathers) for task in tasks]
     l2_served = (_l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
                  if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
     # a task's cost is a pure function of its members' op types, works, dtypes and op
@@ -213,14 +230,9 @@ def build_device_model(
             members, ds, dtypes, classes = [n], [d], [dtype], [klass]
             works: tuple[NodeWork, ...] = (node_work(n, graph, klass),)
         else:
-            members = [nodes[m] for m in task.members]
-            ds = [decisions.get(m) for m in task.members]
-            dtypes = [getattr(d, "dtype", "") or _graph_dtype(graph, n) for d, n in
-                      zip(ds, members, strict=True)]
-            classes = [getattr(d, "op_class", "") or _op_class(product, n.op_type, op_classes)
-                       for d, n in zip(ds, members, strict=True)]
-            works = tuple(node_work(n, graph, k)
-                          for n, k in zip(members, classes, strict=True))
+            members, ds, dtypes, classes = _member_lists(task.members, nodes, decisions,
+                                                         graph, product, op_classes)
+            works = tuple(node_works(members, graph, classes))
         engine = getattr(ds[0], "engine", "AI_CORE") or "AI_CORE"
         moved = moved_by_task[index]
         key = ((tuple(n.op_type for n in members), works, tuple(dtypes), tuple(classes),
@@ -239,8 +251,7 @@ def build_device_model(
                     tt = graph.tensor(t)
                     if t and (tt is None or not tt.resolved):
                         unresolved.add(t)
-        for m in task.members:
-            node_task[m] = task.name
+        node_task.update(dict.fromkeys(task.members, task.name))
         plans.append((task, cost, engine, dtypes[0], works))
     # the schedule over arrays: H2D copies, tasks, D2H copies (items in that order)
     feeds = [t for t in graph.inputs if graph.tensor(t) is not None]
@@ -331,12 +342,34 @@ def build_device_model(
                        small_channel=small_channel)
 
 
-def _task_bytes(task: Task, nodes: Mapping[str, Any], nbytes: _Bytes) -> float:
-    """Bytes a task moves: its external inputs and outputs, less what a gather does not
-    read of its table (:func:`~geplug.device.cost.gather_unread_bytes`)."""
+def _member_lists(names: Sequence[str], nodes: Mapping[str, Any],
+                  decisions: Mapping[str, Any], graph: Graph, product: Product,
+                  op_classes: dict[str, str]
+                  ) -> tuple[list[Any], list[Any], list[str], list[str]]:
+    """A fused task's members: their nodes, decisions, compute dtypes (the decision's, else
+    the graph's) and op classes (the decision's, else the product's), in one pass."""
+    members: list[Any] = []
+    ds: list[Any] = []
+    dtypes: list[str] = []
+    classes: list[str] = []
+    get = decisions.get
+    for m in names:
+        n = nodes[m]
+        d = get(m)
+        members.append(n)
+        ds.append(d)
+        dtypes.append(getattr(d, "dtype", "") or _graph_dtype(graph, n))
+        classes.append(getattr(d, "op_class", "") or _op_class(product, n.op_type, op_classes))
+    return members, ds, dtypes, classes
+
+
+def _task_bytes(task: Task, nodes: Mapping[str, Any], nbytes: _Bytes,
+                gathers: frozenset[str]) -> float:
+    """Bytes a task moves: its external inputs and outputs, less what a gather (a node of
+    ``gathers``) does not read of its table (:func:`~geplug.device.cost.gather_unread_bytes`)."""
     moved = float(sum(nbytes(t) for t in (*task.inputs, *task.outputs)))
-    members = [nodes[m] for m in task.members]
-    if any(n.op_type in GATHER_OPS for n in members):
+    if gathers and not gathers.isdisjoint(task.members):
+        members = [nodes[m] for m in task.members]
         moved -= gather_unread_bytes(members, task.inputs, nbytes)
     return moved
 

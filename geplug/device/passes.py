@@ -16,11 +16,12 @@ Every pass is linear in the number of nodes and tensors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from geplug.device.ir import Graph, Node
+from geplug.device.matcher import compile_pattern, device_nodes, match
 from geplug.device.patterns import DEFAULT_PATTERNS
 from geplug.products.schema import GraphCaps
 
@@ -147,6 +148,7 @@ def optimize(graph: Graph, caps: GraphCaps) -> OptimizedGraph:
     views: list[str] = []
     device: list[str] = []
     alias: dict[str, str] = {}
+    producer: dict[str, str] = {}  # tensor -> the device node writing it
     for node in live:
         ins = [t for t in node.inputs if t] if "" in node.inputs else node.inputs
         if known.issuperset(ins) and (ins or node.op_type in shape_ops):
@@ -166,11 +168,15 @@ def optimize(graph: Graph, caps: GraphCaps) -> OptimizedGraph:
                 if t:
                     alias[t] = base
             continue
-        device.append(node.name)
+        name = node.name
+        device.append(name)
+        for t in node.outputs:
+            if t:
+                producer[t] = name
     opt = OptimizedGraph(graph=graph, folded=tuple(folded), views=tuple(views),
                          eliminated=tuple(eliminated), device_nodes=tuple(device),
                          known=frozenset(known), alias=alias,
-                         producer=_producers(graph, set(device)), tasks=None)
+                         producer=producer, tasks=None)
     return opt
 
 
@@ -196,12 +202,14 @@ def fuse(
     *,
     engines: Mapping[str, str] | None = None,
     patterns: Iterable[str] | None = None,
+    _nodes: Mapping[str, Node] | None = None,
 ) -> OptimizedGraph:
     """``opt`` with chains matching the product's fusion patterns merged into one task.
 
     ``engines`` (node -> ``AI_CORE``/``AI_CPU``, from the precision decisions) keeps AI CPU
     nodes out of fusions; ``patterns`` restricts the pattern names (default:
-    ``caps.fusion``; ``()`` = no fusion).
+    ``caps.fusion``; ``()`` = no fusion). ``_nodes`` (internal): the graph's node name ->
+    node map when the caller has built it already.
     """
     graph = opt.graph
     table = patterns_of(caps)
@@ -210,72 +218,67 @@ def fuse(
         table = {k: v for k, v in table.items() if k in wanted}
     if not table:
         return _unfused(opt)
-    nodes = {n.name: n for n in graph.nodes}
-    order = {name: i for i, name in enumerate(opt.device_nodes)}
-    engines = engines or {}
-    alias = opt.alias
-    consumers: dict[str, list[str]] = {}
+    dev = opt.device_nodes
+    nodes = _nodes if _nodes is not None else _node_map(graph)
+    dnodes = [nodes[name] for name in dev]
+    position = {name: i for i, name in enumerate(dev)}
     # the device nodes' outputs -> their node: what optimize recorded (built here only for
     # an OptimizedGraph made without it)
-    producer: Mapping[str, str] = opt.producer or _producers(graph, set(opt.device_nodes))
-    for name in opt.device_nodes:
-        for t in nodes[name].inputs:
-            if t:
-                r = alias.get(t, t)
-                found = consumers.get(r)
-                if found is None:
-                    consumers[r] = [name]
-                else:
-                    found.append(name)
+    named: Mapping[str, str] = opt.producer or _producers(graph, set(dev))
+    dn = device_nodes([n.op_type for n in dnodes], [n.inputs for n in dnodes],
+                      [n.outputs for n in dnodes], opt.alias,
+                      {t: position[p] for t, p in named.items()})
     graph_outputs = {opt.root(t) for t in graph.outputs}
-    assigned: dict[str, str] = {}
+    assigned = bytearray(len(dev))
+    blocked = bytearray(len(dev))  # AI CPU: never fused
+    for n, e in (engines or {}).items():
+        if e != "AI_CORE" and n in position:
+            blocked[position[n]] = 1
     tasks: list[Task] = []
     fusions: list[Fusion] = []
-    blocked = {n for n, e in engines.items() if e != "AI_CORE"}  # AI CPU: never fused
-    compiled = {pname: _compile(steps) for pname, steps in table.items()}
+    compiled = {pname: compile_pattern(steps) for pname, steps in table.items()}
     starts = frozenset().union(*(sets[0] for sets, _ in compiled.values()))
-    for name in opt.device_nodes:
-        if name in assigned:
+    op_types, roots, outputs = dn.op_types, dn.roots, dn.outputs
+    consumers = dn.consumers
+    for i, name in enumerate(dev):
+        if assigned[i]:
             continue
-        members = [name]
+        members = [i]
         pattern = ""
-        if nodes[name].op_type in starts and name not in blocked:
+        external: list[str] = []
+        if op_types[i] in starts and not blocked[i]:
             for pname, pat in compiled.items():
-                found_chain = _match(name, pat, nodes, order, producer, consumers,
-                                     graph_outputs, alias, assigned, blocked)
+                found_chain, found_ext = match(i, pat, dn, assigned, blocked, graph_outputs)
                 if len(found_chain) > 1:
-                    members, pattern = found_chain, pname
+                    members, pattern, external = found_chain, pname, found_ext
                     break
         if len(members) == 1:
-            node = nodes[name]
-            assigned[name] = name
-            tasks.append(Task(
-                name=name, op_type=node.op_type, members=(name,),
-                inputs=tuple(dict.fromkeys(alias.get(t, t) for t in node.inputs if t)),
-                outputs=tuple(t for t in node.outputs if t)))
+            assigned[i] = 1
+            tasks.append(Task(name=name, op_type=op_types[i], members=(name,),
+                              inputs=tuple(dict.fromkeys(roots[i])), outputs=outputs[i]))
             continue
-        task_name = "".join(members)
+        member_names = tuple([dev[m] for m in members])
+        task_name = "".join(member_names)
         for m in members:
-            assigned[m] = task_name
+            assigned[m] = 1
+        # the members but the last write only tensors read inside and no graph output
+        # (match checked it: ``closed``): the task's outputs are the last member's that
+        # are read outside or are graph outputs
         inside = set(members)
-        ins: dict[str, None] = {}  # ordered, O(1) membership on long chains
-        outs: list[str] = []
-        for m in members:
-            node = nodes[m]
-            for t in node.inputs:
-                r = alias.get(t, t)
-                if r and r not in ins and producer.get(r) not in inside:
-                    ins[r] = None
-            for t in node.outputs:
-                if t and (t in graph_outputs
-                          or not inside.issuperset(consumers.get(t, ()))):
-                    outs.append(t)
-        first = nodes[members[0]]
-        tasks.append(Task(name=task_name, op_type=first.op_type, members=tuple(members),
-                          pattern=pattern, inputs=tuple(ins), outputs=tuple(outs)))
-        fusions.append(Fusion(name=task_name, op_type=first.op_type, pattern=pattern,
-                              members=tuple(members)))
+        outs = tuple(t for t in outputs[members[-1]]
+                     if t in graph_outputs or not inside.issuperset(consumers.get(t, ())))
+        first = op_types[members[0]]
+        tasks.append(Task(name=task_name, op_type=first, members=member_names,
+                          pattern=pattern, inputs=tuple(dict.fromkeys(external)),
+                          outputs=outs))
+        fusions.append(Fusion(name=task_name, op_type=first, pattern=pattern,
+                              members=member_names))
     return attrs.evolve(opt, tasks=tuple(tasks), fusions=tuple(fusions))
+
+
+def _node_map(graph: Graph) -> dict[str, Node]:
+    """Node name -> node."""
+    return {n.name: n for n in graph.nodes}
 
 
 def _unfused(opt: OptimizedGraph) -> OptimizedGraph:
@@ -294,117 +297,3 @@ def _unfused_tasks(opt: OptimizedGraph) -> tuple[Task, ...]:
         tasks.append(Task(name=node.name, op_type=node.op_type, members=(node.name,),
                           inputs=ins, outputs=tuple(t for t in node.outputs if t)))
     return tuple(tasks)
-
-
-def _compile(steps: Sequence[tuple[str, ...]]
-             ) -> tuple[tuple[frozenset[str], ...], tuple[tuple[int, ...], ...]]:
-    """A pattern's steps as sets (O(1) membership: ELEMENTWISE has ~50 types) and, per
-    step, the steps the next member may match (a pure function of the step index): built
-    once per :func:`fuse`, not per node tried."""
-    sets = tuple(frozenset(s) for s in steps)
-    options: list[tuple[int, ...]] = []
-    for step in range(len(steps)):
-        probe = step + 1 if "*" not in sets[step] else step
-        candidates = [probe] if probe < len(steps) else []
-        # optional steps may be skipped; a repeating step may also move on
-        if "*" in sets[step] and step + 1 < len(steps):
-            candidates.append(step + 1)
-        k = probe
-        while k < len(steps) and "?" in sets[k] and k + 1 < len(steps):
-            k += 1
-            candidates.append(k)
-        options.append(tuple(candidates))
-    return sets, tuple(options)
-
-
-def _match(
-    start: str,
-    pattern: tuple[tuple[frozenset[str], ...], tuple[tuple[int, ...], ...]],
-    nodes: Mapping[str, Node],
-    order: Mapping[str, int],
-    producer: Mapping[str, str],
-    consumers: Mapping[str, list[str]],
-    graph_outputs: set[str],
-    alias: Mapping[str, str],
-    assigned: Mapping[str, str],
-    blocked: set[str],
-) -> list[str]:
-    """The longest valid chain from ``start`` along ``pattern`` (:func:`_compile`;
-    ``[start]`` when none). A node may join when it is in no task yet (``assigned``) and
-    not ``blocked`` (an AI CPU node)."""
-    sets, options = pattern
-    if nodes[start].op_type not in sets[0]:
-        return [start]
-    members = [start]
-    inside = {start}  # the members as a set: membership tests stay O(1) on long chains
-    first = order[start]
-    step = 0
-    while True:
-        found = [c for t in nodes[members[-1]].outputs if t for c in consumers.get(t, ())
-                 if c not in inside and c not in assigned and c not in blocked]
-        nexts = (sorted(set(found), key=order.__getitem__) if len(found) > 1 else found)
-        chosen = None
-        for want in options[step]:
-            wanted = sets[want]
-            for c in nexts:
-                if nodes[c].op_type in wanted and _inputs_ready(
-                        c, first, inside, nodes, order, producer, alias):
-                    chosen = (c, want)
-                    break
-            if chosen:
-                break
-        if chosen is None:
-            break
-        members.append(chosen[0])
-        inside.add(chosen[0])
-        step = chosen[1]
-    # shrink until every internal tensor is consumed only inside and is no graph output
-    while len(members) > 1 and not _closed(members, nodes, consumers, graph_outputs):
-        members.pop()
-    if len(members) > 1 and not _complete(sets, [nodes[m].op_type for m in members]):
-        return [start]
-    return members
-
-
-def _complete(sets: Sequence[frozenset[str]], types: list[str]) -> bool:
-    """The matched types cover every non-optional step up to the last one matched."""
-    i = 0
-    for op_type in types:
-        while i < len(sets) and op_type not in sets[i]:
-            if "?" not in sets[i]:
-                return False
-            i += 1
-        if i >= len(sets):
-            return False
-        if "*" not in sets[i]:
-            i += 1
-    # every step after the last one matched must be optional (or the repeating one)
-    return all("?" in step or "*" in step for step in sets[i:])
-
-
-def _inputs_ready(candidate: str, start: int, inside: set[str], nodes: Mapping[str, Node],
-                  order: Mapping[str, int], producer: Mapping[str, str],
-                  alias: Mapping[str, str]) -> bool:
-    """Every input of ``candidate`` is from the chain (``inside``, starting at position
-    ``start``) or produced before it starts (so merging cannot create a cycle)."""
-    for t in nodes[candidate].inputs:
-        if not t:
-            continue
-        p = producer.get(alias.get(t, t))
-        if p is None or p in inside:
-            continue
-        if order[p] >= start:
-            return False
-    return True
-
-
-def _closed(members: list[str], nodes: Mapping[str, Node],
-            consumers: Mapping[str, list[str]], graph_outputs: set[str]) -> bool:
-    inside = set(members)
-    for m in members[:-1]:
-        for t in nodes[m].outputs:
-            if not t:
-                continue
-            if t in graph_outputs or not inside.issuperset(consumers.get(t, ())):
-                return False
-    return True

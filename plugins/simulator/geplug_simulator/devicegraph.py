@@ -10,16 +10,18 @@ models), with the user's feeds at run (dynamic models, once per distinct input s
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
+from operator import attrgetter, eq, itemgetter
 from typing import Any
 
 import attrs
 import numpy as np
 import onnx
 
-from geplug.device import Graph, Node, Tensor
-from geplug.device.ir import TensorKind
+from geplug.device import Graph, Tensor
+from geplug.device.ir import TensorKind, make_node, make_tensor
 from geplug_simulator.importer import DTYPE_NAMES, ImportedModel, TensorType, node_io
 
 __all__ = ["device_graph", "needs_probe", "probe_shapes", "with_types"]
@@ -28,6 +30,10 @@ _NP_OF = {"float32": np.float32, "float16": np.float16, "float64": np.float64,
           "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
           "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
           "bool": np.bool_}
+
+
+_READ_ATTRS = ("group", "transA", "transB", "kernel_shape", "hidden_size", "layout")
+"""The ONNX attributes the device model reads (``Node.attrs``)."""
 
 
 def _node_attrs(node: onnx.NodeProto, op_type: str) -> dict[str, Any]:
@@ -48,27 +54,69 @@ def _node_attrs(node: onnx.NodeProto, op_type: str) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _without_read_attrs() -> frozenset[str]:
+    """Default-domain ONNX op types no version of whose schema declares an attribute of
+    :data:`_READ_ATTRS` (``Relu``, ``Add``, ...): their nodes have none (onnx's checker,
+    which :func:`~geplug_simulator.importer.import_model` runs, refuses an attribute the
+    schema does not declare), so their attributes need not be read. Computed once per
+    process from onnx's schema table (one per op type, not per node)."""
+    has: set[str] = set()
+    every: set[str] = set()
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain not in ("", "ai.onnx"):
+            continue
+        every.add(schema.name)
+        if any(a in schema.attributes for a in _READ_ATTRS):
+            has.add(schema.name)
+    return frozenset(every - has)
+
+
+def _default_domain_only(model: onnx.ModelProto) -> bool:
+    """The model imports only the default ONNX domain, so every node is in it (onnx's
+    checker refuses a node of a domain the model does not import)."""
+    return all(imp.domain in ("", "ai.onnx") for imp in model.opset_import)
+
+
 def device_graph(imported: ImportedModel, types: Mapping[str, TensorType] | None = None
                  ) -> Graph:
-    """``imported`` as the device model's IR (``types`` overrides the inferred types)."""
+    """``imported`` as the device model's IR (``types`` overrides the inferred types).
+
+    Built for large models (issue 10, compile speed): names, op types, inputs and outputs
+    are the importer's reads (``node_io``); the records are made without their converters
+    where the values are the importer's own (canonical); a node's attributes are read from
+    the protobuf only when its op type can carry one the device model uses."""
+    trusted = types is None
     types = imported.types if types is None else types
-    by_name = {n.name: n for n in imported.nodes}
-    tensors: dict[str, Tensor] = {}
     inputs = set(imported.inputs)
+    special = inputs | imported.initializers
+    tensors: dict[str, Tensor] = {}
+    new_tensor = make_tensor if trusted else _checked_tensor
     for name, t in types.items():
-        kind: TensorKind = ("weight" if name in imported.initializers and name not in inputs
-                            else "input" if name in inputs else "activation")
-        tensors[name] = Tensor(name=name, dtype=t.dtype, shape=t.shape, kind=kind)
-    nodes = []
-    # names, op types, inputs and outputs as the importer read them (``node_io``); only
-    # the attributes are read here
-    for (name, op, ins, outs), node in zip(node_io(imported), imported.model.graph.node,
-                                           strict=True):
-        info = by_name.get(name)
-        nodes.append(Node(name=name, op_type=info.op_type if info else op, source_op=op,
-                          inputs=ins, outputs=outs, attrs=_node_attrs(node, op)))
+        kind: TensorKind = ("activation" if name not in special
+                            else "input" if name in inputs else "weight")
+        tensors[name] = new_tensor(name, t.dtype, t.shape, kind)
+    io = node_io(imported)
+    infos = imported.nodes
+    if len(infos) == len(io) and all(map(eq, map(attrgetter("name"), infos),
+                                         map(itemgetter(0), io))):
+        op_types = [i.op_type for i in infos]
+    else:
+        by_name = {n.name: n.op_type for n in imported.nodes}
+        op_types = [by_name.get(name, op) for name, op, _, _ in io]
+    skip = _without_read_attrs() if _default_domain_only(imported.model) else frozenset()
+    protos = imported.model.graph.node
+    nodes = [make_node(name, op_type, op, ins, outs,
+                       {} if op in skip else _node_attrs(protos[k], op))
+             for k, ((name, op, ins, outs), op_type) in enumerate(zip(io, op_types,
+                                                                      strict=True))]
     return Graph(name=imported.name, nodes=tuple(nodes), tensors=tensors,
                  inputs=imported.inputs, outputs=imported.outputs)
+
+
+def _checked_tensor(name: str, dtype: str, shape: tuple[int | None, ...] | None,
+                    kind: TensorKind) -> Tensor:
+    return Tensor(name=name, dtype=dtype, shape=shape, kind=kind)
 
 
 def needs_probe(imported: ImportedModel, types: Mapping[str, TensorType]) -> bool:

@@ -18,6 +18,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import attrgetter, eq
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -309,36 +310,42 @@ def device_infos(imported: ImportedModel, opt: OptimizedGraph) -> list[NodeInfo]
     """The precision inputs of the device nodes: folded, eliminated and view nodes are no
     tasks, so a grey-list op's predecessors are the device nodes producing its floating
     inputs, whatever way the exporter spelled its constants."""
-    device = set(opt.device_nodes)
     graph_nodes = opt.graph.nodes
-    # the device IR lists the importer's nodes in the importer's order (device_graph)
-    pairs: Iterable[tuple[NodeInfo, Node | None]]
-    if len(graph_nodes) == len(imported.nodes) and all(
-            i.name == n.name for i, n in zip(imported.nodes, graph_nodes, strict=True)):
-        pairs = zip(imported.nodes, graph_nodes, strict=True)
-    else:
-        by_name = {n.name: n for n in graph_nodes}
-        pairs = zip(imported.nodes, (by_name.get(i.name) for i in imported.nodes),
-                    strict=True)
-    found: dict[str, NodeInfo] = {}
+    infos = imported.nodes
     floats = {n for n, t in imported.types.items() if t.dtype in FLOAT_NAMES}
     alias, producer = opt.alias, opt.producer
+    aget, pget = alias.get, producer.get
+    # the device IR lists the importer's nodes in the importer's order (device_graph)
+    aligned = len(graph_nodes) == len(infos) and all(map(
+        eq, map(attrgetter("name"), infos), map(attrgetter("name"), graph_nodes)))
+    if aligned:
+        pairs: Iterable[tuple[NodeInfo, Node | None]] = zip(infos, graph_nodes, strict=True)
+    else:
+        by_name = {n.name: n for n in graph_nodes}
+        pairs = zip(infos, (by_name.get(i.name) for i in infos), strict=True)
+    # every node a device node (none folded, eliminated or a view): no membership tests,
+    # and the device nodes' order is the graph's
+    every = aligned and len(opt.device_nodes) == len(graph_nodes)
+    device = frozenset() if every else frozenset(opt.device_nodes)
+    found: list[NodeInfo] = []
     for info, node in pairs:
-        if node is None or info.name not in device:
+        if node is None or (not every and info.name not in device):
             continue
         ins = node.inputs
         if len(ins) == 1:  # most nodes: no dict to build
             t = ins[0]
-            p = producer.get(alias.get(t, t)) if t in floats else None
+            p = pget(aget(t, t)) if t in floats else None
             preds: tuple[str, ...] = () if p is None else (p,)
         else:
             preds = tuple(dict.fromkeys(
-                p for t in ins
-                if t in floats and (p := producer.get(alias.get(t, t))) is not None))
+                p for t in ins if t in floats and (p := pget(aget(t, t))) is not None))
         # the importer's predecessors already hold where no fold or view intervened
-        found[info.name] = (info if preds == info.predecessors
-                            else attrs.evolve(info, predecessors=preds))
-    return [found[name] for name in opt.device_nodes]
+        found.append(info if preds == info.predecessors
+                     else attrs.evolve(info, predecessors=preds))
+    if every:
+        return found
+    by_node = {i.name: i for i in found}
+    return [by_node[name] for name in opt.device_nodes]
 
 
 def _refuse_collectives(imported: ImportedModel) -> None:
