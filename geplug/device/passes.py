@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from geplug.device.ir import Graph, Node
-from geplug.device.matcher import compile_pattern, device_nodes, match
+from geplug.device.matcher import Compiled, compile_pattern, device_nodes, match
 from geplug.device.patterns import DEFAULT_PATTERNS
 from geplug.products.schema import GraphCaps
 
@@ -237,7 +237,9 @@ def fuse(
     tasks: list[Task] = []
     fusions: list[Fusion] = []
     compiled = {pname: compile_pattern(steps) for pname, steps in table.items()}
-    starts = frozenset().union(*(sets[0] for sets, _ in compiled.values()))
+    # per op type, the patterns whose first step it matches (in pattern order): the only
+    # ones worth trying from a node of that type
+    starting: dict[str, list[tuple[str, Compiled]]] = {}
     op_types, roots, outputs = dn.op_types, dn.roots, dn.outputs
     consumers = dn.consumers
     for i, name in enumerate(dev):
@@ -246,8 +248,13 @@ def fuse(
         members = [i]
         pattern = ""
         external: list[str] = []
-        if op_types[i] in starts and not blocked[i]:
-            for pname, pat in compiled.items():
+        op_type = op_types[i]
+        tried = starting.get(op_type)
+        if tried is None:
+            tried = starting[op_type] = [(pname, pat) for pname, pat in compiled.items()
+                                         if op_type in pat[0][0]]
+        if tried and not blocked[i]:
+            for pname, pat in tried:
                 found_chain, found_ext = match(i, pat, dn, assigned, blocked, graph_outputs)
                 if len(found_chain) > 1:
                     members, pattern, external = found_chain, pname, found_ext

@@ -55,21 +55,25 @@ def _node_attrs(node: onnx.NodeProto, op_type: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _without_read_attrs() -> frozenset[str]:
-    """Default-domain ONNX op types no version of whose schema declares an attribute of
-    :data:`_READ_ATTRS` (``Relu``, ``Add``, ...): their nodes have none (onnx's checker,
-    which :func:`~geplug_simulator.importer.import_model` runs, refuses an attribute the
-    schema does not declare), so their attributes need not be read. Computed once per
-    process from onnx's schema table (one per op type, not per node)."""
-    has: set[str] = set()
-    every: set[str] = set()
-    for schema in onnx.defs.get_all_schemas_with_history():
-        if schema.domain not in ("", "ai.onnx"):
-            continue
-        every.add(schema.name)
+def _may_carry_read_attrs(op_type: str) -> bool:
+    """Whether a default-domain ``op_type`` node may carry an attribute of
+    :data:`_READ_ATTRS`: ``False`` when no version of its ONNX schema declares one
+    (``Relu``, ``Add``, ...), since onnx's checker, which
+    :func:`~geplug_simulator.importer.import_model` runs, refuses an attribute the schema
+    does not declare; ``True`` for an op type ONNX does not define. Looked up once per op
+    type and process (the schema's versions, newest first), not per node."""
+    if not onnx.defs.has(op_type):
+        return True
+    schema = onnx.defs.get_schema(op_type)
+    while True:
         if any(a in schema.attributes for a in _READ_ATTRS):
-            has.add(schema.name)
-    return frozenset(every - has)
+            return True
+        if schema.since_version <= 1:
+            return False
+        try:
+            schema = onnx.defs.get_schema(op_type, schema.since_version - 1)
+        except onnx.defs.SchemaError:  # no version before this one
+            return False
 
 
 def _default_domain_only(model: onnx.ModelProto) -> bool:
@@ -104,10 +108,12 @@ def device_graph(imported: ImportedModel, types: Mapping[str, TensorType] | None
     else:
         by_name = {n.name: n.op_type for n in imported.nodes}
         op_types = [by_name.get(name, op) for name, op, _, _ in io]
-    skip = _without_read_attrs() if _default_domain_only(imported.model) else frozenset()
+    default_only = _default_domain_only(imported.model)
+    read = {op: not default_only or _may_carry_read_attrs(op)
+            for op in {op for _, op, _, _ in io}}
     protos = imported.model.graph.node
     nodes = [make_node(name, op_type, op, ins, outs,
-                       {} if op in skip else _node_attrs(protos[k], op))
+                       _node_attrs(protos[k], op) if read[op] else {})
              for k, ((name, op, ins, outs), op_type) in enumerate(zip(io, op_types,
                                                                       strict=True))]
     return Graph(name=imported.name, nodes=tuple(nodes), tensors=tensors,
