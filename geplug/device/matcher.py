@@ -5,7 +5,9 @@ so "produced before the chain starts" is an integer comparison, the assigned and
 nodes are flags in a ``bytearray``, and each node's alias-resolved inputs are computed once
 per :func:`fuse` instead of once per visit (issue 10, compile speed: the matcher's walk was
 the largest part of fusing a 10,000-node chain). The rules are those the name-keyed matcher
-applied, step for step; ``tests/device/test_device_fast_paths.py`` compares the two.
+applied, step for step; the reference in
+``plugins/simulator/tests/reference_device.py`` is compared with it by
+``test_sim_device_fast_paths.py``.
 """
 
 from __future__ import annotations

@@ -107,8 +107,10 @@ def schedule_arrays(
     dur = np.maximum(np.rint(np.asarray(durations_us, np.float64) * 1000.0), 0).astype(np.int64)
     if n == 0:
         return np.zeros(0, np.int64), dur
-    lanes = [(idx, np.cumsum(dur[idx]))
-             for idx in (np.flatnonzero(streams == s) for s in np.unique(streams))]
+    # the streams in ascending order (not np.unique: its first call imports numpy.ma,
+    # ~17 ms of a process's first compile)
+    lanes = [(idx, np.cumsum(dur[idx])) for idx in (
+        np.flatnonzero(streams == s) for s in sorted(set(np.asarray(streams).tolist())))]
     end = np.zeros(n, np.int64)
     for _ in range(_MAX_SWEEPS):
         ready = np.zeros(n, np.int64)
