@@ -185,9 +185,10 @@ def build_device_model(
     product declares making compute-bound tasks slower (:func:`with_ai_cores`).
     ``buffer_optimize`` (the session option, ATC ``--buffer_optimize``; ``None`` is its
     default ``l2_optimize``): ``off_optimize`` turns the on-chip reuse (L2) term off.
-    ``small_channel`` (``enable_small_channel``, forced on in online inference by R29):
-    a convolution of at most 4 input channels pads them to 4 per kernel tap instead of the
-    cube's C0 (:func:`geplug.device.cost.cube_shape`).
+    ``small_channel``: whether C04 is in force (``enable_small_channel`` as resolved, less
+    a SoC that keeps it for AIPP: :func:`geplug.device.cost.small_channel_in_force`): a
+    convolution that may use it pads its at most 4 input channels to 4 per kernel tap
+    instead of the C0 (:func:`geplug.device.cost.cube_shape`).
     """
     product = with_ai_cores(product, aicore_num)
     if issue_mode not in ISSUE_MODES:
