@@ -29,6 +29,7 @@ from onnx import TensorProto, helper
 
 from geplug.backend import SampleModel
 from geplug.config.problems import Problem
+from geplug.config.resolved import Source
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
 from geplug.device.cost import small_channel_in_force
 from geplug.errors import BackendError, CompileError, ConfigError
@@ -418,12 +419,21 @@ class SimRuntime:
                                                    decisions, fusion)
         costs, specs, records = self._tasks(imported, device, decisions, rewritten)
         kernel_files = write_kernel_meta(system.product, system.config, specs)
+        c04_note = ""
+        # an enable_small_channel the user set that the SoC cannot honour is said, not
+        # silently dropped (the TF adapter's R29 default is not worth a note)
+        if system.config.enable_small_channel and not device.small_channel and \
+                system.config.source("enable_small_channel") == Source.USER and any(
+                g.c04 for p in device.tasks for w in p.works for g in w.gemms):
+            c04_note = (f"enable_small_channel = 1 has no effect on {system.product.name}: "
+                        "its SoC uses C04 only for a first layer fed by AIPP "
+                        "(compute.small_channel_needs_aipp), which geplug does not model")
         model_id = system.next_model_id()
         compiled = CompiledModel(
             system=system, imported=imported, decisions=decisions, rewritten=rewritten,
             session=session, costs=costs, records=records, model_id=model_id,
             kernel_meta_files=tuple(kernel_files), session_factory=factory,
-            device=device, notes=tuple(n for n in (shape_note,) if n), fusion=fusion,
+            device=device, notes=tuple(n for n in (shape_note, c04_note) if n), fusion=fusion,
         )
         if system.profiling_enabled:
             system.emit_profile(GraphEvent(

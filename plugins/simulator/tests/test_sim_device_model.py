@@ -296,3 +296,17 @@ def test_geplug_compile_reports_the_small_channel_mode_of_a_convolutional_model(
                      str(session)]) == 0
         shown = "on" if expected else "off"
         assert f"small_channel={shown}" in capsys.readouterr().out
+
+
+@pytest.mark.requires_products("atlas_infer")
+def test_small_channel_on_a_soc_that_needs_aipp_is_off_and_says_why() -> None:
+    system = geplug.open_device("atlas_infer", {"enable_small_channel": 1})
+    try:
+        assert system.config.enable_small_channel is True
+        compiled = system.compile(nb.resnet18(batch=1, res=32))
+        assert compiled.device.small_channel is False
+        assert any("has no effect" in n and "AIPP" in n for n in compiled.notes)
+        mlp = system.compile(nb.mlp())  # no convolution that could use C04: no note
+        assert not any("AIPP" in n for n in mlp.notes)
+    finally:
+        system.shutdown()
