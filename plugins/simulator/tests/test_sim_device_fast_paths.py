@@ -98,7 +98,8 @@ def _compile(product: str, mode: str, model: onnx.ModelProto, fusion: bool) -> s
 
 
 @pytest.mark.parametrize("net", sorted(NETWORKS))
-@pytest.mark.parametrize("product", PRODUCTS)
+@pytest.mark.parametrize("product", [
+    pytest.param(p, marks=pytest.mark.requires_products(p)) for p in PRODUCTS])
 def test_compiled_device_model_equals_the_reference_passes_to_the_bit(
         net: str, product: str, monkeypatch: pytest.MonkeyPatch) -> None:
     model = NETWORKS[net]()
@@ -110,6 +111,7 @@ def test_compiled_device_model_equals_the_reference_passes_to_the_bit(
             assert fast == reference, (net, product, mode, fusion)
 
 
+@pytest.mark.requires_products("atlas_a2")
 @pytest.mark.parametrize("net", sorted(NETWORKS))
 def test_each_fast_pass_equals_its_reference(net: str) -> None:
     imported = import_model(NETWORKS[net]())
