@@ -68,15 +68,10 @@ def mlp(width: int = 512, layers: int = 4) -> onnx.ModelProto:
 
 
 def chain(n: int = 1000) -> onnx.ModelProto:
-    nodes, prev = [], "x"
-    ops = ("Relu", "Tanh", "Sigmoid", "Abs")
-    for i in range(n):
-        nodes.append(helper.make_node(ops[i % 4], [prev], [f"t{i}"], name=f"n{i}"))
-        prev = f"t{i}"
-    graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])],
-        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [8, 8])])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    """``geplug_simulator.netbuild.chain``: ``n`` elementwise ops in a chain."""
+    from geplug_simulator import netbuild as nb
+
+    return nb.chain(n)
 
 
 def _events_step(profile: bool, steps: int = 2000) -> float:

@@ -27,7 +27,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, count, repeat
 from operator import itemgetter
-from typing import Any
 
 import attrs
 import numpy as np
@@ -195,53 +194,23 @@ def _freeze(value: object) -> object:
     return value
 
 
-def _shapes(names: Sequence[str], get: Callable[[str], Any]) -> tuple[object, ...]:
-    """The shapes of ``names`` ("" for an omitted tensor, ``None`` for an unknown one)."""
-    out: list[object] = []
-    for t in names:
-        if not t:
-            out.append("")
-        else:
-            tt = get(t)
-            out.append(None if tt is None else tt.shape)
-    return tuple(out)
-
-
-def _signature(node: Node, graph: Graph, op_class: str) -> tuple[object, ...]:
-    """What :func:`node_work` reads of ``node``: op type, source op, attributes, op class
-    and the shapes of its tensors ("" for an omitted input, ``None`` for an unknown tensor
-    or shape). It may hold an unhashable attribute value (:func:`node_work` then computes
-    the work without the cache)."""
-    get = graph.tensors.get
-    at = tuple(sorted((k, _freeze(v)) for k, v in node.attrs.items())) if node.attrs else ()
-    return (node.op_type, node.source_op, op_class, at, _shapes(node.inputs, get),
-            _shapes(node.outputs, get))
-
-
 def node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
-    """The cube GEMMs and vector FLOPs of ``node`` from its tensors' shapes.
-
-    The work is a pure function of :func:`_signature` (op type, attributes, tensor shapes),
-    so it is computed once per distinct signature: a 10,000-node model repeating a few layer
-    shapes costs a few hundred computations, not ten thousand (issue 10, compile speed).
-    """
-    key = _signature(node, graph, op_class)
-    try:
-        work = _WORK_CACHE.get(key)
-    except TypeError:  # an unhashable attribute value
-        return _node_work(node, graph, op_class)
-    if work is None:
-        if len(_WORK_CACHE) >= _WORK_CACHE_SIZE:
-            _WORK_CACHE.clear()
-        work = _WORK_CACHE[key] = _node_work(node, graph, op_class)
-    return work
+    """The cube GEMMs and vector FLOPs of ``node`` from its tensors' shapes
+    (:func:`node_works` of one node)."""
+    return node_works((node,), graph, (op_class,))[0]
 
 
 def node_works(nodes: Sequence[Node], graph: Graph, op_classes: Sequence[str]
                ) -> list[NodeWork]:
-    """:func:`node_work` of each of ``nodes`` (with its op class), equal to calling it node
-    by node: the signature built inline, one loop for a fused chain's members (issue 10:
-    three function calls per node were most of a 10,000-member chain's cost)."""
+    """The work of each of ``nodes`` (with its op class).
+
+    The work is a pure function of a node's signature: op type, source op, op class,
+    attributes and the shapes of its tensors ("" for an omitted input, ``None`` for an
+    unknown tensor or shape). It is computed once per distinct signature: a 10,000-node
+    model repeating a few layer shapes costs a few hundred computations, not ten thousand;
+    the signatures are built in one loop (issue 10: three function calls per node were most
+    of a 10,000-member chain's cost). A signature holding an unhashable attribute value is
+    computed without the cache."""
     get = graph.tensors.get
     cache = _WORK_CACHE
     out: list[NodeWork] = []

@@ -16,10 +16,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert", "densenet121", "efficientnet_b0", "inception_v3", "lstm", "mlp", "mobilenet_v2",
-           "mobilenet_v2_flops", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
-           "resnext50_32x4d", "shufflenet_v2", "squeezenet1_1", "vgg16", "vgg19",
-           "wide_resnet50_2", "wide_resnet101_2"]
+__all__ = ["bert", "chain", "densenet121", "efficientnet_b0", "inception_v3", "lstm", "mlp",
+           "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet34", "resnet50",
+           "resnet101", "resnet152", "resnext50_32x4d", "shufflenet_v2", "squeezenet1_1",
+           "vgg16", "vgg19", "wide_resnet50_2", "wide_resnet101_2"]
 
 
 class _Net:
@@ -93,6 +93,20 @@ class _Net:
         graph = helper.make_graph(self.nodes, name, [*inputs, *self.weight_inputs],
                                   list(outputs), self.inits)
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def chain(n: int = 1000) -> onnx.ModelProto:
+    """``n`` elementwise ops in a chain (Relu, Tanh, Sigmoid, Abs repeating) on an 8x8 input:
+    the large-graph shape of the compile benchmarks and the device model's speed tests."""
+    nodes, prev = [], "x"
+    ops = ("Relu", "Tanh", "Sigmoid", "Abs")
+    for i in range(n):
+        nodes.append(helper.make_node(ops[i % 4], [prev], [f"t{i}"], name=f"n{i}"))
+        prev = f"t{i}"
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [8, 8])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def mlp(batch: int = 4, width: int = 64, style: str = "dynamo") -> onnx.ModelProto:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-import onnx
+from geplug_simulator.devicegraph import _node_attrs  # attribute reading did not change
 from geplug_simulator.importer import FLOAT_NAMES, ImportedModel, TensorType, node_io
 
 from geplug.device import Graph, Node, OptimizedGraph, Task, Tensor
@@ -309,24 +309,6 @@ def device_dtypes(graph: Graph, opt: OptimizedGraph, decisions: Mapping[str, Any
                 tt = tensors.get(t)
                 if tt is not None and tt.dtype == orig:
                     out.setdefault(t, d.dtype)  # GE stores a lowered weight lowered
-    return out
-
-
-def _node_attrs(node: onnx.NodeProto, op_type: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for a in node.attribute:
-        if a.name == "group":
-            out["group"] = int(a.i)
-        elif a.name == "transA":
-            out["trans_a"] = int(a.i)
-        elif a.name == "transB":
-            out["trans_b"] = int(a.i)
-        elif a.name == "kernel_shape":
-            out["kernel_shape"] = tuple(int(v) for v in a.ints)
-        elif a.name in ("hidden_size", "layout"):
-            out[a.name] = int(a.i)
-    if op_type == "Gemm":
-        out.setdefault("trans_a", 0)
     return out
 
 

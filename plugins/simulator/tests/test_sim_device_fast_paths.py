@@ -26,20 +26,6 @@ from geplug.device import model as dm
 from geplug.device.ir import dtype_bytes, numel
 from geplug.device.passes import fuse
 
-
-def _chain(n: int) -> onnx.ModelProto:
-    """``benchmarks/bench_simulator.py``'s chain: four elementwise ops repeating."""
-    nodes, prev = [], "x"
-    ops = ("Relu", "Tanh", "Sigmoid", "Abs")
-    for i in range(n):
-        nodes.append(helper.make_node(ops[i % 4], [prev], [f"t{i}"], name=f"n{i}"))
-        prev = f"t{i}"
-    graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])],
-        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [8, 8])])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
 NETWORKS: dict[str, Callable[[], onnx.ModelProto]] = {
     "bert": lambda: nb.bert(layers=2, hidden=128, heads=4, seq=32, batch=2),
     "bert_torchscript": lambda: nb.bert(layers=1, hidden=64, heads=4, seq=16, batch=2,
@@ -50,7 +36,7 @@ NETWORKS: dict[str, Callable[[], onnx.ModelProto]] = {
     "mobilenet_v2_torchscript": lambda: nb.mobilenet_v2(batch=1, res=64, style="torchscript"),
     "lstm": lambda: nb.lstm(seq=10, batch=2, inputs=32, hidden=32),
     "mlp": lambda: nb.mlp(),
-    "chain": lambda: _chain(2000),
+    "chain": lambda: nb.chain(2000),
 }
 PRODUCTS = ("atlas_a2", "atlas_350")
 MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16")
