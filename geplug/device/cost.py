@@ -34,10 +34,10 @@ import numpy as np
 from geplug.device.ir import DTYPE_BYTES, Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
 
-__all__ = ["GATHER_OPS", "ISSUE_MODES", "SMALL_CHANNEL_C0", "NodeWork", "TaskCost",
-           "cube_shape", "cube_time_us", "gather_unread_bytes", "l2_resident_bytes",
-           "node_work", "node_works", "small_channel_in_force", "task_cost",
-           "with_ai_cores"]
+__all__ = ["GATHER_OPS", "ISSUE_MODES", "MIN_SPLIT_K", "SMALL_CHANNEL_C0", "NodeWork",
+           "TaskCost", "cube_shape", "cube_time_us", "gather_unread_bytes", "input_gradient",
+           "l2_resident_bytes", "node_work", "node_works", "small_channel_in_force",
+           "split_k", "task_cost", "weight_gradient", "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
 """How tasks reach the device: a sunk graph, or one host launch per op."""
@@ -47,6 +47,7 @@ _TRANSCENDENTAL = frozenset({"Exp", "Log", "Tanh", "Sigmoid", "Gelu", "FastGelu"
                              "Swish", "Mish", "Elu", "HardSwish"})
 _NORM = frozenset({"SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "BatchNorm", "InstanceNorm",
                    "GroupNorm", "LRN", "RmsNorm"})
+_CONV_GRADIENTS = frozenset({"Conv2DBackpropInput", "Conv2DBackpropFilter"})
 _RNN_GATES = {"DynamicRNN": 4, "DynamicGRUV2": 3, "RNN": 1}
 """Recurrent op type -> gates (LSTM 4, GRU 3, plain RNN 1)."""
 
@@ -69,6 +70,10 @@ class Gemm:
     """Whether the convolution may use the C04 layout under small-channel mode: 2-D, not
     grouped, a kernel larger than 1x1 and at most 4 input channels (the TBE Conv2D's
     ``op_select_format`` leaves C04 off for groups, 1x1 kernels and 3-D convolutions)."""
+    split_k: bool = False
+    """A weight gradient: its long reduction (K = batch x spatial) is split over the cores
+    its few output blocks leave idle, as CANN's matmul tiling splits K when M x N is small
+    (:func:`split_k`)."""
 
     @property
     def flops(self) -> float:
@@ -151,11 +156,77 @@ def _matmul(node: Node, graph: Graph) -> Gemm:
     return Gemm(batch=int(batch), m=int(m), n=int(n), k=int(k))
 
 
+def input_gradient(g: Gemm) -> Gemm:
+    """The input-gradient GEMM (``dX = dY @ W^T``) of the forward GEMM ``g``, same FLOPs.
+
+    The input gradient of a grouped convolution is itself a grouped convolution (dy with the
+    rotated kernel: K = cout_g x window, N = cin_g), its groups merged as the forward's are
+    (Conv2DBackpropInput's ``calculate_group``, CANN 8.1.RC1 ``util_deconv_comm.py``); any
+    other GEMM, an ungrouped convolution's included, is the transposed product."""
+    if g.window and g.batch > 1:
+        return Gemm(g.batch, g.m, g.k // g.window, g.n * g.window, g.sequential,
+                    window=g.window)
+    return Gemm(g.batch, g.m, g.k, g.n, g.sequential)
+
+
+def weight_gradient(g: Gemm) -> Gemm:
+    """The weight-gradient GEMM (``dW = X^T @ dY``) of the forward GEMM ``g``, same FLOPs:
+    K is the forward's M (batch x positions), split over idle cores (:func:`split_k`)."""
+    return Gemm(g.batch, g.k, g.n, g.m, g.sequential, split_k=True)
+
+
+MIN_SPLIT_K = 1024
+"""The least K a core's part of a split reduction keeps (:func:`split_k`)."""
+
+
+def split_k(gemm: Gemm, compute: ComputeModel) -> Gemm:
+    """``gemm`` with its K split over the cores its output blocks leave idle, as CANN's
+    matmul tiling splits K when M x N is small; each part keeps at least
+    :data:`MIN_SPLIT_K` of K (the parts run as a batch). :func:`cube_time_us` times a
+    ``split_k`` GEMM both ways and keeps the faster (the even M x N split may already
+    occupy every core)."""
+    tm, tn, _ = compute.cube_tile
+    bm, bn = compute.cube_block
+    blocks = gemm.batch * -(-(-(-gemm.m // tm) * tm) // bm) * -(-(-(-gemm.n // tn) * tn) // bn)
+    parts = min(max(compute.ai_cores // max(blocks, 1), 1), max(gemm.k // MIN_SPLIT_K, 1))
+    if parts <= 1:
+        return attrs.evolve(gemm, split_k=False)
+    return Gemm(gemm.batch * parts, gemm.m, gemm.n, -(-gemm.k // parts), gemm.sequential)
+
+
+def _conv_gradient(node: Node, graph: Graph, group: int) -> Gemm:
+    """A convolution gradient op as the GEMM of :func:`input_gradient` or
+    :func:`weight_gradient` of its forward convolution, rebuilt from its own tensors (the
+    real stack's argument order):
+
+    - ``Conv2DBackpropInput(filter, out_backprop) -> dx``: the filter is the forward's
+      ``(C_out, C_in/group, k...)``, the forward's positions are ``out_backprop``'s;
+    - ``Conv2DBackpropFilter(x, out_backprop) -> dw``: ``dw`` is the filter, the reduction
+      runs over ``out_backprop``'s batch and positions (for a transposed convolution the
+      caller passes its output gradient as ``x`` and its input as ``out_backprop``)."""
+    if node.op_type == "Conv2DBackpropInput":
+        w = _dims(graph, node.inputs[0]) if node.inputs else ()
+    else:
+        w = _dims(graph, node.outputs[0]) if node.outputs else ()
+    dy = _dims(graph, node.inputs[1]) if len(node.inputs) > 1 else ()
+    if len(w) < 2 or len(dy) < 2:
+        return Gemm(1, 1, 1, 1)
+    window = math.prod(w[2:]) if len(w) > 2 else 1
+    positions = dy[0] * (math.prod(dy[2:]) if len(dy) > 2 else 1)
+    forward = Gemm(batch=group, m=positions, n=max(w[0] // group, 1), k=w[1] * window,
+                   window=window)
+    if node.op_type == "Conv2DBackpropInput":
+        return input_gradient(forward)
+    return weight_gradient(forward)
+
+
 def _conv(node: Node, graph: Graph) -> Gemm:
+    group = max(int(node.attrs.get("group", 1) or 1), 1)
+    if node.op_type in _CONV_GRADIENTS:
+        return _conv_gradient(node, graph, group)
     out = _dims(graph, node.outputs[0]) if node.outputs else ()
     x = _dims(graph, node.inputs[0]) if node.inputs else ()
     w = _dims(graph, node.inputs[1]) if len(node.inputs) > 1 else ()
-    group = max(int(node.attrs.get("group", 1) or 1), 1)
     if len(out) < 2 or len(w) < 2:
         return Gemm(1, 1, 1, 1)
     window = math.prod(w[2:]) if len(w) > 2 else 1
@@ -345,6 +416,12 @@ def cube_time_us(gemm: Gemm, compute: ComputeModel, dtype: str, *,
                  small_channel: bool = False) -> tuple[float, int]:
     """Cube time of ``gemm`` and the cores it occupies (see the module docstring);
     ``small_channel``: :func:`cube_shape`."""
+    if gemm.split_k:  # the tiling keeps a K split only where it is faster
+        parts = split_k(gemm, compute)
+        whole = attrs.evolve(gemm, split_k=False)
+        return min(cube_time_us(whole, compute, dtype, small_channel=small_channel),
+                   cube_time_us(parts, compute, dtype, small_channel=small_channel)
+                   if parts.batch > gemm.batch else (math.inf, 0))
     peak = compute.cube_tflops.get(dtype)
     cores = max(compute.ai_cores, 1)
     if not peak:

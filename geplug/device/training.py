@@ -47,7 +47,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from geplug.device.cost import _NORM, Gemm, cube_time_us
+from geplug.device.cost import _NORM, Gemm, cube_time_us, input_gradient, weight_gradient
 from geplug.device.ir import dtype_bytes, numel
 from geplug.device.model import DeviceModel, TaskPlan
 from geplug.errors import CompileError
@@ -69,7 +69,6 @@ MIXED_PRECISION_BYTES = 12
 weight back to 16 bit for the next forward (read 4, write 2)."""
 
 _BN = frozenset({"BatchNorm"})
-_MIN_SPLIT_K = 1024
 _MASK = 1.0 / 16.0
 """An activation's saved bit mask (ReluV2's one bit per element) against a 16-bit tensor."""
 _DROPOUT = frozenset({"Dropout"})
@@ -152,20 +151,6 @@ def _gemm_task(name: str, op_type: str, gemm: Gemm, dtype: str, nbytes: float,
                         bytes_moved=nbytes)
 
 
-def _split_k(gemm: Gemm, product: Product) -> Gemm:
-    """A weight gradient's long reduction (K = batch x spatial) split over the cores its
-    few output blocks leave idle, as CANN's matmul tiling splits K when M x N is small;
-    each part keeps at least ``_MIN_SPLIT_K`` of K."""
-    c = product.compute
-    tm, tn, _ = c.cube_tile
-    bm, bn = c.cube_block
-    blocks = gemm.batch * -(-(-(-gemm.m // tm) * tm) // bm) * -(-(-(-gemm.n // tn) * tn) // bn)
-    split = min(max(c.ai_cores // max(blocks, 1), 1), max(gemm.k // _MIN_SPLIT_K, 1))
-    if split <= 1:
-        return gemm
-    return Gemm(gemm.batch * split, gemm.m, gemm.n, -(-gemm.k // split), gemm.sequential)
-
-
 def _grad_op_types(op_type: str) -> tuple[str, str]:
     if op_type.startswith("Conv"):
         return "Conv2DBackpropInput", "Conv2DBackpropFilter"
@@ -216,19 +201,10 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
             for i, g in enumerate(work.gemms):
                 tag = f"{node.name}{i or ''}"
                 if not from_data:
-                    # the input gradient of a grouped convolution is itself a grouped
-                    # convolution (dy with the rotated kernel: K = cout_g x window, N =
-                    # cin_g), its groups merged as the forward's are (Conv2DBackpropInput's
-                    # calculate_group, CANN 8.1.RC1 util_deconv_comm.py); any other GEMM
-                    # is the transposed product
-                    dg = (Gemm(g.batch, g.m, g.k // g.window, g.n * g.window, g.sequential,
-                               window=g.window) if g.window and g.batch > 1
-                          else Gemm(g.batch, g.m, g.k, g.n, g.sequential))
-                    out.append(_gemm_task(f"{tag}_dgrad", dgrad_op, dg, plan.dtype, fwd_bytes,
-                                          product, overhead))
-                wg = _split_k(Gemm(g.batch, g.k, g.n, g.m, g.sequential), product)
-                out.append(_gemm_task(f"{tag}_wgrad", wgrad_op, wg, plan.dtype, fwd_bytes,
-                                      product, overhead))
+                    out.append(_gemm_task(f"{tag}_dgrad", dgrad_op, input_gradient(g),
+                                          plan.dtype, fwd_bytes, product, overhead))
+                out.append(_gemm_task(f"{tag}_wgrad", wgrad_op, weight_gradient(g),
+                                      plan.dtype, fwd_bytes, product, overhead))
         epilogue = [n for n, w in zip(members, plan.works, strict=False)
                     if not w.gemms and n.op_type not in _BN]
         y = _output_bytes(model, plan)

@@ -11,7 +11,8 @@ from geplug.products.domains import BF16_MODES, DUMP_DEBUG_MODES
 from geplug.products.domains import REQUIRED_OP_TYPES as REQUIRED_OPS
 from geplug.testing.plugin import installed_products
 
-CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose", "DynamicRNN", "DynamicGRUV2",
+CUBE_OPS = ("MatMulV2", "BatchMatMulV2", "Conv2D", "Conv2DTranspose", "Conv2DBackpropInput",
+            "Conv2DBackpropFilter", "DynamicRNN", "DynamicGRUV2",
             "RNN", "Einsum")
 TORCH_MODES = ("allow_fp32_to_fp16", "must_keep_origin_dtype")
 """The only ACL_PRECISION_MODE values torch_npu accepts (options.md §5.1)."""

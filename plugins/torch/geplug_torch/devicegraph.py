@@ -22,7 +22,7 @@ import attrs
 
 from geplug.device import Graph, Node, Tensor
 from geplug.products.schema import GraphCaps
-from geplug_torch.opmap import ascend_op_type, aten_name, is_view
+from geplug_torch.opmap import CONV_BACKWARD_KERNELS, ascend_op_type, aten_name, is_view
 
 __all__ = ["VIEW_OP_TYPE", "FxGraph", "TensorMeta", "fx_device_graph", "view_caps"]
 
@@ -49,7 +49,8 @@ class FxGraph:
 
     graph: Graph
     fx_nodes: dict[str, Any] = attrs.field(repr=False)
-    """Device-graph node name -> fx node (computing nodes only)."""
+    """Device-graph node name -> fx node (computing nodes only; the kernels of one
+    ``convolution_backward`` share its fx node)."""
     metas: dict[str, TensorMeta] = attrs.field(repr=False)
     """Device-graph tensor name -> its meta."""
     placeholders: tuple[str, ...]
@@ -157,13 +158,40 @@ class _Builder:
                 self.nodes.append(Node(name=node.name, op_type=VIEW_OP_TYPE,
                                        source_op=f"aten.{aten}", inputs=args[:1], outputs=outs))
                 return
-        mask: Sequence[bool] = ()
-        if aten == "convolution_backward" and len(node.args) > 10:
-            mask = tuple(bool(x) for x in node.args[10])
-        self.nodes.append(Node(name=node.name, op_type=ascend_op_type(aten, mask),
+        if aten == "convolution_backward":
+            self.conv_backward(node, outs)
+            return
+        transposed = aten == "convolution" and len(node.args) > 6 and bool(node.args[6])
+        self.nodes.append(Node(name=node.name,
+                               op_type=ascend_op_type(aten, transposed=transposed),
                                source_op=f"aten.{aten}", inputs=args, outputs=outs,
                                attrs=_cost_attrs(aten, node)))
         self.fx_nodes[node.name] = node
+
+    def conv_backward(self, node: Any, outs: Sequence[str]) -> None:
+        """``aten.convolution_backward`` as the kernels torch_npu runs for it
+        (:data:`~geplug_torch.opmap.CONV_BACKWARD_KERNELS`): one device node per gradient
+        it computes, named ``<node>_input`` / ``_filter`` / ``_bias``, each with the real
+        kernel's operands - Conv2DBackpropInput(filter, out_backprop),
+        Conv2DBackpropFilter(x, out_backprop), BiasAddGrad(out_backprop); for a transposed
+        forward Conv2D(out_backprop, filter) and Conv2DBackpropFilter(out_backprop, x). The
+        core costs each on the cube by its own shapes (:mod:`geplug.device.cost`). An
+        operand the graph does not hold is ``""`` (an omitted input)."""
+        dy, x, w = (self.ref.get(getattr(a, "name", ""), "") for a in node.args[:3])
+        transposed = len(node.args) > 7 and bool(node.args[7])
+        group = int(node.args[9]) if len(node.args) > 9 else 1
+        operands = {0: (dy, w) if transposed else (w, dy),
+                    1: (dy, x) if transposed else (x, dy),
+                    2: (dy,)}
+        for out in outs:
+            index = int(out.rsplit(":", 1)[1])
+            op_type, suffix = CONV_BACKWARD_KERNELS[(index, transposed)]
+            name = f"{node.name}_{suffix}"
+            inputs = [t if t in self.tensors else "" for t in operands[index]]
+            self.nodes.append(Node(name=name, op_type=op_type,
+                                   source_op="aten.convolution_backward", inputs=inputs,
+                                   outputs=[out], attrs={"group": group} if index < 2 else {}))
+            self.fx_nodes[name] = node
 
     def outputs(self, node: Any) -> list[str]:
         import torch.fx
@@ -190,7 +218,7 @@ class _Builder:
 
 def _cost_attrs(aten: str, node: Any) -> dict[str, Any]:
     """The few attributes the core's cost reads: a convolution's ``group``."""
-    if aten.startswith("convolution") and len(node.args) > 8 and not aten.endswith("backward"):
+    if aten == "convolution" and len(node.args) > 8:
         return {"group": int(node.args[8])}
     return {}
 

@@ -176,8 +176,12 @@ def compile_graph(
         raise CompileError(f"{exc} (graph {graph_name!r}, {phase})", node=exc.node,
                            details={**exc.details, "graph": graph_name}) from None
     lowered = 0
+    seen: set[str] = set()
     for name, d in by_node.items():
-        lowered += _lower(fxg.fx_nodes[name], d)
+        fx_node = fxg.fx_nodes[name]
+        if fx_node.name not in seen:  # an aten op split into kernels runs as one call:
+            seen.add(fx_node.name)  # its first kernel's decision decides its dtype
+            lowered += _lower(fx_node, d)
     if lowered:
         gm.recompile()
     placeholders = set(fxg.placeholders)

@@ -12,9 +12,8 @@ product's documented default operator entry (``Product.op``), like an unlisted O
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-__all__ = ["ATEN_TO_ASCEND", "VIEW_OPS", "ascend_op_type", "aten_name", "is_view"]
+__all__ = ["ATEN_TO_ASCEND", "CONV_BACKWARD_KERNELS", "VIEW_OPS", "ascend_op_type",
+           "aten_name", "is_view"]
 
 ATEN_TO_ASCEND: dict[str, str] = {
     # matrix
@@ -122,7 +121,7 @@ ATEN_TO_ASCEND: dict[str, str] = {
     "scalar_tensor": "Fill",
     "arange": "Range",
 }
-"""Fixed renames; ``convolution_backward`` is decided by its output mask."""
+"""Fixed renames (``convolution`` by its ``transposed`` flag: :func:`ascend_op_type`)."""
 
 VIEW_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "alias", "detach", "squeeze", "unsqueeze", "t",
@@ -150,13 +149,26 @@ def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.strip("_").split("_") if part)
 
 
-def ascend_op_type(name: str, output_mask: Sequence[bool] = ()) -> str:
-    """The Ascend op type of aten op ``name``.
-
-    ``convolution_backward`` becomes Conv2DBackpropInput when it computes the input's
-    gradient (``output_mask[0]``), else Conv2DBackpropFilter (one task per aten node).
-    """
-    if name == "convolution_backward":
-        return "Conv2DBackpropInput" if (not output_mask or output_mask[0]) else \
-            "Conv2DBackpropFilter"
+def ascend_op_type(name: str, *, transposed: bool = False) -> str:
+    """The Ascend op type of aten op ``name``; ``transposed``: an ``aten.convolution`` with
+    its ``transposed`` flag set, which runs as Conv2DTranspose (its weight is
+    ``(C_in, C_out/groups, k...)``). ``convolution_backward`` runs as up to three kernels
+    (:data:`CONV_BACKWARD_KERNELS`), split by :mod:`geplug_torch.devicegraph`."""
+    if name == "convolution" and transposed:
+        return "Conv2DTranspose"
     return ATEN_TO_ASCEND.get(name) or _camel(name)
+
+
+CONV_BACKWARD_KERNELS: dict[tuple[int, bool], tuple[str, str]] = {
+    (0, False): ("Conv2DBackpropInput", "input"),
+    (0, True): ("Conv2D", "input"),
+    (1, False): ("Conv2DBackpropFilter", "filter"),
+    (1, True): ("Conv2DBackpropFilter", "filter"),
+    (2, False): ("BiasAddGrad", "bias"),
+    (2, True): ("BiasAddGrad", "bias"),
+}
+"""(output of ``aten.convolution_backward``, transposed forward) -> (Ascend op type, name
+suffix). torch_npu computes each requested gradient with its own kernel: the input's with
+Conv2DBackpropInput (for a transposed convolution a plain Conv2D of the output gradient
+with the same weight), the weight's with Conv2DBackpropFilter, the bias's as a reduction
+of the output gradient over batch and positions (BiasAddGrad)."""
