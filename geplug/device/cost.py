@@ -70,6 +70,10 @@ class Gemm:
     """Whether the convolution may use the C04 layout under small-channel mode: 2-D, not
     grouped, a kernel larger than 1x1 and at most 4 input channels (the TBE Conv2D's
     ``op_select_format`` leaves C04 off for groups, 1x1 kernels and 3-D convolutions)."""
+    useful_m: int = 0
+    """The rows that do work when the cube computes more (0: all ``m``): a transposed
+    convolution runs over its input zero-filled by the stride, every output position
+    computed (``m``), while only its input positions (``useful_m``) carry FLOPs."""
     split_k: bool = False
     """A weight gradient: its long reduction (K = batch x spatial) is split over the cores
     its few output blocks leave idle, as CANN's matmul tiling splits K when M x N is small
@@ -77,7 +81,7 @@ class Gemm:
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.batch * self.m * self.n * self.k * self.sequential
+        return 2.0 * self.batch * (self.useful_m or self.m) * self.n * self.k * self.sequential
 
 
 @attrs.frozen
@@ -163,16 +167,17 @@ def input_gradient(g: Gemm) -> Gemm:
     rotated kernel: K = cout_g x window, N = cin_g), its groups merged as the forward's are
     (Conv2DBackpropInput's ``calculate_group``, CANN 8.1.RC1 ``util_deconv_comm.py``); any
     other GEMM, an ungrouped convolution's included, is the transposed product."""
+    m = g.useful_m or g.m  # a transposed convolution's input gradient: its input positions
     if g.window and g.batch > 1:
-        return Gemm(g.batch, g.m, g.k // g.window, g.n * g.window, g.sequential,
+        return Gemm(g.batch, m, g.k // g.window, g.n * g.window, g.sequential,
                     window=g.window)
-    return Gemm(g.batch, g.m, g.k, g.n, g.sequential)
+    return Gemm(g.batch, m, g.k, g.n, g.sequential)
 
 
 def weight_gradient(g: Gemm) -> Gemm:
     """The weight-gradient GEMM (``dW = X^T @ dY``) of the forward GEMM ``g``, same FLOPs:
     K is the forward's M (batch x positions), split over idle cores (:func:`split_k`)."""
-    return Gemm(g.batch, g.k, g.n, g.m, g.sequential, split_k=True)
+    return Gemm(g.batch, g.k, g.n, g.useful_m or g.m, g.sequential, split_k=True)
 
 
 MIN_SPLIT_K = 1024
@@ -230,11 +235,17 @@ def _conv(node: Node, graph: Graph) -> Gemm:
     if len(out) < 2 or len(w) < 2:
         return Gemm(1, 1, 1, 1)
     window = math.prod(w[2:]) if len(w) > 2 else 1
-    if node.op_type == "Conv2DTranspose":  # weight (C_in, C_out/group, k...)
-        spatial_in = math.prod(x[2:]) if len(x) > 2 else 1
-        return Gemm(batch=group, m=out[0] * spatial_in, n=w[1] * window,
-                    k=max(w[0] // group, 1))
     spatial = math.prod(out[2:]) if len(out) > 2 else 1
+    if node.op_type == "Conv2DTranspose":  # weight (C_in, C_out/group, k...)
+        # CANN runs it as Conv2DBackpropInput (conv2d_transpose_d.py): a convolution of
+        # the input zero-filled by the stride ("stride_filling",
+        # conv2d_backprop_input_general_compute.py) over every output position, K the
+        # input channels per kernel tap; a 1x1 kernel takes the kernel-size-1 pattern
+        # (conv2d_backprop_input_opti_compute.py), a GEMM over the input's positions
+        useful = out[0] * (math.prod(x[2:]) if len(x) > 2 else 1)
+        m = out[0] * spatial if window > 1 else useful
+        return Gemm(batch=group, m=m, n=w[1], k=max(w[0] // group, 1) * window,
+                    window=window, useful_m=useful if m != useful else 0)
     return Gemm(batch=group, m=out[0] * spatial, n=max(out[1] // group, 1), k=w[1] * window,
                 window=window, c04=group == 1 and len(w) == 4 and window > 1
                 and w[1] <= SMALL_CHANNEL_C0)

@@ -124,3 +124,36 @@ def test_small_channel_makes_a_three_channel_stem_faster_and_keeps_its_flops() -
     on = build_device_model(opt, product, check_memory=False, small_channel=True)
     assert on.tasks[0].cost.compute_us < off.tasks[0].cost.compute_us
     assert on.tasks[0].cost.cube_flops == off.tasks[0].cost.cube_flops
+
+
+def _transposed(cin: int, cout: int, k: int, stride: int, hw: int = 28,
+                batch: int = 4) -> Gemm:
+    out = (hw - 1) * stride + k  # no padding
+    ts = {"x": Tensor(name="x", dtype="float16", shape=(batch, cin, hw, hw), kind="input"),
+          "w": Tensor(name="w", dtype="float16", shape=(cin, cout, k, k), kind="weight"),
+          "y": Tensor(name="y", dtype="float16", shape=(batch, cout, out, out))}
+    node = Node(name="up", op_type="Conv2DTranspose", inputs=("x", "w"), outputs=("y",),
+                attrs={"group": 1})
+    g = Graph(name="g", nodes=[node], tensors=ts, inputs=("x",), outputs=("y",))
+    (gemm,) = node_work(node, g, "matrix").gemms
+    return gemm
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_a_strided_transposed_convolution_computes_over_its_zero_filled_input() -> None:
+    # ConvTranspose 64 -> 32, 3x3, stride 2 on 4 x 28 x 28: CANN's Conv2DBackpropInput
+    # computes every one of the 57 x 57 output positions with K = 64 channels x 9 taps
+    gemm = _transposed(64, 32, 3, 2)
+    assert (gemm.m, gemm.n, gemm.k, gemm.window) == (4 * 57 * 57, 32, 64 * 9, 9)
+    # its FLOPs are the work of its input positions: each scatters into 32 x 9 outputs
+    assert gemm.flops == 2.0 * (4 * 28 * 28) * 64 * 32 * 9
+    c = require_product("atlas_a2").compute
+    dilated = cube_time_us(Gemm(1, 4 * 57 * 57, 32, 64 * 9, window=9), c, "float16")[0]
+    assert cube_time_us(gemm, c, "float16")[0] == dilated
+    assert dilated > 3.5 * cube_time_us(Gemm(1, 4 * 28 * 28, 32, 64 * 9, window=9), c,
+                                        "float16")[0]
+
+
+def test_a_1x1_transposed_convolution_is_a_gemm_over_its_input_positions() -> None:
+    gemm = _transposed(64, 32, 1, 2)  # the kernel-size-1 pattern: no zero filling
+    assert (gemm.m, gemm.n, gemm.k, gemm.useful_m) == (4 * 28 * 28, 32, 64, 0)
