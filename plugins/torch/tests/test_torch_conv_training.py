@@ -96,3 +96,22 @@ def test_a_weight_gradient_is_timed_as_the_core_times_it_with_its_k_split():
     wide = weight_gradient(Gemm(batch=1, m=8 * 56 * 56, n=64, k=64 * 9, window=9))
     assert cube_time_us(wide, compute, "float16")[0] == cube_time_us(
         Gemm(1, wide.m, wide.n, wide.k), compute, "float16")[0]
+
+
+def test_a_torch_gradient_kernel_costs_what_the_derived_training_step_costs(trained):
+    from geplug.device.cost import Gemm, cube_time_us, input_gradient, weight_gradient
+
+    be, model = trained
+    compute = be.system.product.compute
+    bw = model.graphs["backward"].device.tasks
+    # the depthwise convolution (32 channels, 3x3, groups 32) as the forward GEMM the
+    # core builds for it; training_step derives its gradients from this GEMM
+    forward = Gemm(batch=32, m=N * H * H, n=1, k=9, window=9)
+    want_dx = cube_time_us(input_gradient(forward), compute, "float32")[0]
+    want_dw = cube_time_us(weight_gradient(forward), compute, "float32")[0]
+    (dx,) = [p for p in bw if p.task.op_type == "Conv2DBackpropInput"]
+    dws = [p for p in bw if p.task.op_type == "Conv2DBackpropFilter"
+           and p.cost.cube_flops == forward.flops]
+    assert dx.cost.cube_flops == forward.flops
+    assert dx.cost.compute_us == pytest.approx(want_dx)
+    assert len(dws) == 1 and dws[0].cost.compute_us == pytest.approx(want_dw)
