@@ -34,6 +34,7 @@ from geplug.device.cost import (
     task_cost,
     with_ai_cores,
 )
+from geplug.device.formats import Conversion, format_conversions
 from geplug.device.ir import Graph, dtype_bytes, numel
 from geplug.device.memory import MemoryPlan, check_fits, plan_memory
 from geplug.device.passes import OptimizedGraph, Task, fuse
@@ -89,6 +90,9 @@ class DeviceModel:
     small_channel: bool = False
     """Whether convolutions of at most 4 input channels were laid out in C04 (the
     ``enable_small_channel`` option as resolved; :func:`geplug.device.cost.cube_shape`)."""
+    conversions: tuple[Conversion, ...] = ()
+    """The format conversions (TransData) GE inserts, each charged to the task of its
+    consumer (:mod:`geplug.device.formats`)."""
 
     @property
     def makespan_us(self) -> float:
@@ -218,6 +222,20 @@ def build_device_model(
     moved_by_task = [_task_bytes(task, nodes, nbytes, gathers) for task in tasks]
     l2_served = (_l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
                  if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
+    # format conversions (TransData): each a memory pass of its own, run before the task
+    # of the node that reads the converted tensor and charged to it
+    conversions = format_conversions(graph, [nodes[n] for n in opt.device_nodes],
+                                     product.graph, root=opt.alias, known=opt.known,
+                                     dtypes=held)
+    converted: dict[int, list[int]] = {}  # task index -> [conversions, bytes]
+    if conversions:
+        task_index = {m: i for i, task in enumerate(tasks) for m in task.members}
+        for conv in conversions:
+            i = task_index.get(conv.consumer)
+            if i is not None:
+                entry = converted.setdefault(i, [0, 0])
+                entry[0] += 1
+                entry[1] += conv.bytes_moved
     # a task's cost is a pure function of its members' op types, works, dtypes and op
     # classes, its engine and bytes: computed once per distinct key in this build (real
     # and synthetic graphs repeat their layers)
@@ -246,6 +264,9 @@ def build_device_model(
                              l2_bytes=l2_served[index], small_channel=small_channel)
             if key is not None:
                 costs[key] = cost
+        if index in converted:
+            count, extra = converted[index]
+            cost = _with_conversions(cost, count, extra, product, issue_mode)
         for w, n in zip(works, members, strict=True):
             if w.unresolved:
                 for t in (*n.inputs, *n.outputs):
@@ -340,7 +361,20 @@ def build_device_model(
     return DeviceModel(graph=opt, tasks=task_plans, schedule=sched, memory=memory,
                        issue_mode=issue_mode, unresolved=tuple(sorted(unresolved)),
                        node_task=node_task, buffer_optimize=buffer_optimize,
-                       small_channel=small_channel)
+                       small_channel=small_channel, conversions=tuple(conversions))
+
+
+def _with_conversions(cost: TaskCost, count: int, nbytes: int, product: Product,
+                      issue_mode: str) -> TaskCost:
+    """``cost`` with ``count`` TransData before it moving ``nbytes``: each a task of its own
+    (one task overhead), its bytes through memory at the vector share of the bandwidth (a
+    fresh tensor: no L2 reuse), run one after another with the task."""
+    c = product.compute
+    overhead = float(c.task_overhead_us.get(issue_mode, c.launch_overhead_us))
+    us = count * overhead + nbytes / (c.memory_bandwidth_gbps * 1e9
+                                      * c.vector_bandwidth_fraction) * 1e6
+    return attrs.evolve(cost, duration_us=cost.duration_us + us,
+                        bytes_moved=cost.bytes_moved + nbytes, conversion_us=us)
 
 
 def _member_lists(names: Sequence[str], nodes: Mapping[str, Any],

@@ -306,6 +306,14 @@ class GraphCaps:
         converter=_patterns, factory=dict)
     """Extra patterns: name -> chain of op-type sets (each step one set of op types; a set
     ending in ``"*"`` may repeat)."""
+    five_hd_op_types: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    """Op types that compute in NC1HWC0 (convolutions, pooling): their 4-D data input is
+    converted to it (a TransData) when written in ND (:mod:`geplug.device.formats`)."""
+    nd_op_types: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    """Op types that accept only ND (Transpose, Pad on the 310P): a 5HD input is converted."""
+    channel_aligned_op_types: tuple[str, ...] = attrs.field(converter=_tuple, default=())
+    """Op types (Concat, Split) that keep NC1HWC0 on the channel axis only when every channel
+    count is a multiple of C0; ND otherwise. All three empty: no format conversions."""
 
 
 @attrs.frozen(kw_only=True)

@@ -310,3 +310,22 @@ def test_small_channel_on_a_soc_that_needs_aipp_is_off_and_says_why() -> None:
         assert not any("AIPP" in n for n in mlp.notes)
     finally:
         system.shutdown()
+
+
+@pytest.mark.requires_products("atlas_infer", "atlas_a2")
+def test_geplug_compile_lists_the_format_conversions_of_a_channel_shuffle(tmp_path,
+                                                                          capsys) -> None:
+    path = tmp_path / "shufflenet.onnx"
+    onnx.save(nb.shufflenet_v2(batch=1, res=64), path)
+    assert main(["compile", str(path), "--product", "atlas_infer", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    convs = data["format_conversions"]
+    assert convs and {(c["from"], c["to"]) for c in convs} == {("NC1HWC0", "ND"),
+                                                                 ("ND", "NC1HWC0")}
+    tasks = {m: t for t in data["tasks"] for m in t["members"]}
+    assert all(tasks[c["before"]]["conversion_us"] > 0 for c in convs)
+    assert main(["compile", str(path), "--product", "atlas_infer"]) == 0
+    assert f"format conversions: {len(convs)} TransData" in capsys.readouterr().out
+    # the A2's declaration lists no formats: nothing converted
+    assert main(["compile", str(path), "--product", "atlas_a2", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["format_conversions"] == []

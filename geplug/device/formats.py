@@ -1,0 +1,168 @@
+"""Device formats and the format conversions (TransData) GE inserts between them.
+
+Convolutions and pooling compute in the five-dimensional format NC1HWC0 ("5HD": the
+channels cut into C1 blocks of C0); other ops accept only the plain format ND. Where a
+tensor produced in one format is read by an op that needs the other, GE inserts a
+TransData that rewrites it (the ModelZoo-PyTorch 310 profiling notes name TransData
+"before and after each Transpose" of ShuffleNetV1's channel shuffle among the costliest
+ops; docs/device-model.md, "Format conversions"). Which op types need which format is the
+product's declaration (``[graph] five_hd_op_types`` / ``nd_op_types`` /
+``channel_aligned_op_types``: its SoC's op-info configuration); a product that declares
+none gets no conversions. The rules:
+
+- a **5HD op** (its data input 4-D) reads its data input in 5HD and writes 5HD;
+- an **ND op** reads and writes ND;
+- a **channel-aligned op** (Concat, Split) working on the channel axis of 4-D tensors is a
+  5HD op when every channel count it concatenates or splits is a multiple of C0 (16
+  elements, 32 for 1-byte types: CANN's ``concat_v2_d.py`` / ``split_v_d.py``
+  ``op_select_format``) or, for a 16-bit concat, its inputs are equal with 2, 4 or 8
+  channels or unequal with at most 16 channels out (``concat_last_dim.py``); an ND op
+  otherwise; on another axis it is format-agnostic;
+- every **other op** is format-agnostic: it computes in the format of its first data
+  input and writes that format;
+- a **view** (Reshape, Flatten, ...: no task) that changes a 4-D tensor's rank or channel
+  count cannot relabel a 5HD tensor: its reader sees the tensor in ND (converted first);
+- **weights and constants** are converted when the model is built (no task); **graph
+  inputs** are taken in the format their first reader needs (AIPP and the input's
+  conversion are not modelled), graph outputs as written.
+
+One conversion per tensor and target format (GE merges identical TransData); its cost is
+a memory pass reading the source and writing the target, the 5HD side padded to whole C0
+blocks. It is charged to the first task that reads the converted tensor
+(:func:`format_conversions`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from geplug.device.ir import DTYPE_BYTES, Graph, Node, numel
+from geplug.products.schema import GraphCaps
+
+__all__ = ["FIVE_HD", "ND", "Conversion", "format_conversions"]
+
+FIVE_HD = "NC1HWC0"
+ND = "ND"
+
+
+@attrs.frozen
+class Conversion:
+    """One TransData: ``tensor`` rewritten from ``source`` to ``target`` format before
+    ``consumer`` (a node) reads it; ``bytes_moved``: read plus write."""
+
+    tensor: str
+    source: str
+    target: str
+    consumer: str
+    bytes_moved: int
+
+
+def _c0(dtype: str) -> int:
+    return 32 if DTYPE_BYTES.get(dtype, 2) == 1 else 16
+
+
+def _shape(graph: Graph, name: str) -> tuple[int, ...]:
+    t = graph.tensor(name)
+    if t is None or t.shape is None:
+        return ()
+    return tuple(int(d) if d else 1 for d in t.shape)
+
+
+def _cost(graph: Graph, name: str, dtype: str) -> int:
+    """Bytes one conversion of tensor ``name`` moves: its ND size plus its 5HD size (the
+    channels padded to whole C0 blocks)."""
+    shape = _shape(graph, name)
+    size = DTYPE_BYTES.get(dtype, 2)
+    plain = numel(shape) * size
+    if len(shape) != 4:
+        return 2 * plain
+    c0 = _c0(dtype)
+    padded = shape[0] * -(-shape[1] // c0) * c0 * shape[2] * shape[3] * size
+    return plain + padded
+
+
+def _axis(node: Node, rank: int) -> int:
+    axis = int(node.attrs.get("axis", 0) or 0)
+    return axis + rank if axis < 0 else axis
+
+
+def _wants(node: Node, graph: Graph, caps: GraphCaps) -> str:
+    """The format ``node`` computes in: 5HD, ND or "" (format-agnostic)."""
+    op = node.op_type
+    first = _shape(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ()
+    if op in caps.five_hd_op_types:
+        return FIVE_HD if len(first) == 4 else ""
+    if op in caps.nd_op_types:
+        return ND
+    if op in caps.channel_aligned_op_types and len(first) == 4 and _axis(node, 4) == 1:
+        concat = len(node.inputs) > 1 and op.startswith("Concat")
+        sides = [_shape(graph, t) for t in (node.inputs if concat else node.outputs) if t]
+        dtype = _dtype(graph, node.inputs[0])
+        c0 = _c0(dtype)
+        if all(len(s) == 4 and s[1] % c0 == 0 for s in sides):
+            return FIVE_HD
+        if concat and DTYPE_BYTES.get(dtype) == 2 and sides and all(len(s) == 4 for s in sides):
+            # the unaligned 16-bit 5HD concat (ConcatWith5HD.check_shape_support,
+            # concat_last_dim.py): equal inputs of 2, 4 or 8 channels, or unequal inputs
+            # whose output has at most 16
+            same = all(s == sides[0] for s in sides)
+            out = sum(s[1] for s in sides)
+            if (same and sides[0][1] in (2, 4, 8)) or (not same and out <= 16):
+                return FIVE_HD
+        return ND
+    return ""
+
+
+def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
+                       root: Mapping[str, str], known: frozenset[str] | set[str],
+                       dtypes: Mapping[str, str]) -> list[Conversion]:
+    """The TransData GE inserts in ``graph`` (module docstring), in ``order`` (the device
+    nodes in execution order); ``root``: a view's output -> the tensor it relabels;
+    ``known``: weights and constants; ``dtypes``: the dtype each tensor is held in on the
+    device when it differs from the graph's. Empty when the product declares no formats."""
+    if not (caps.five_hd_op_types or caps.nd_op_types or caps.channel_aligned_op_types):
+        return []
+    held: dict[str, str] = {}  # tensor (a root) -> the format it was written in
+    done: set[tuple[str, str]] = set()
+    out: list[Conversion] = []
+    inputs = set(graph.inputs)
+
+    def convert(base: str, source: str, target: str, consumer: str) -> None:
+        if (base, target) not in done:
+            done.add((base, target))
+            out.append(Conversion(base, source, target, consumer,
+                                  _cost(graph, base, dtypes.get(base) or _dtype(graph, base))))
+
+    for node in order:
+        target = _wants(node, graph, caps)
+        for name in node.inputs:
+            if not name:
+                continue
+            base = root.get(name, name)
+            if base in known:
+                continue
+            shape = _shape(graph, name)
+            have = held.get(base)
+            if have is None:  # a graph input arrives as its reader needs it
+                have = target if base in inputs else ND
+            base_shape = _shape(graph, base)
+            if have == FIVE_HD and shape != base_shape and (
+                    len(shape) != 4 or len(base_shape) != 4 or shape[1] != base_shape[1]):
+                convert(base, FIVE_HD, ND, node.name)  # a reshaping view reads it in ND
+                have = ND
+            if not target:
+                target = have  # a format-agnostic op follows its first data input
+            elif have and have != target and len(shape) == 4:
+                convert(base, have, target, node.name)
+        written = target or ND
+        for t in node.outputs:
+            if t:
+                held[t] = written if len(_shape(graph, t)) == 4 else ND
+    return out
+
+
+def _dtype(graph: Graph, name: str) -> str:
+    t = graph.tensor(name)
+    return t.dtype if t is not None else "float16"

@@ -1,0 +1,149 @@
+"""Format conversions (``geplug.device.formats``): the TransData GE inserts where a tensor
+written in NC1HWC0 is read by an op that takes only ND, or the other way round, as the
+product's op-info declaration says (docs/device-model.md, "Format conversions")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+
+from geplug.device import Graph, Node, Tensor, build_device_model, optimize
+from geplug.device.formats import FIVE_HD, ND, format_conversions
+from geplug.testing.plugin import require_product
+
+pytestmark = pytest.mark.requires_products("atlas_infer")
+F16 = "float16"
+
+
+def _t(name: str, shape: tuple[int, ...], kind: str = "activation") -> Tensor:
+    return Tensor(name=name, dtype=F16, shape=shape, kind=kind)  # type: ignore[arg-type]
+
+
+def _conv(name: str, x: str, w: str, y: str) -> Node:
+    return Node(name=name, op_type="Conv2D", inputs=(x, w), outputs=(y,),
+                attrs={"group": 1})
+
+
+def _model(nodes: list[Node], tensors: list[Tensor], inputs: tuple[str, ...],
+           outputs: tuple[str, ...], product: Any = None) -> Any:
+    product = product or require_product("atlas_infer")
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=inputs,
+              outputs=outputs)
+    return build_device_model(optimize(g, product.graph), product, check_memory=False,
+                              fusion=False)
+
+
+def _shuffle_like(channels: int) -> tuple[list[Node], list[Tensor]]:
+    """conv -> Transpose (ND only) -> conv, ``channels`` wide, 8 x 28 x 28."""
+    shape = (8, channels, 28, 28)
+    nodes = [_conv("c1", "x", "w1", "a"),
+             Node(name="tr", op_type="Transpose", inputs=("a",), outputs=("b",),
+                  attrs={"perm": [0, 1, 3, 2]}),
+             _conv("c2", "b", "w2", "y")]
+    tensors = [_t("x", (8, 16, 28, 28), "input"), _t("w1", (channels, 16, 1, 1), "weight"),
+               _t("a", shape), _t("b", shape), _t("w2", (16, channels, 1, 1), "weight"),
+               _t("y", (8, 16, 28, 28))]
+    return nodes, tensors
+
+
+def test_an_nd_only_op_between_convolutions_gets_a_transdata_on_each_side() -> None:
+    nodes, tensors = _shuffle_like(58)
+    m = _model(nodes, tensors, ("x",), ("y",))
+    got = [(c.tensor, c.source, c.target, c.consumer) for c in m.conversions]
+    assert got == [("a", FIVE_HD, ND, "tr"), ("b", ND, FIVE_HD, "c2")]
+    # each moves the plain tensor and its 5HD form, 58 channels padded to 64
+    plain, padded = 8 * 58 * 28 * 28 * 2, 8 * 64 * 28 * 28 * 2
+    assert all(c.bytes_moved == plain + padded for c in m.conversions)
+    # the conversions are time on the task that reads the converted tensor
+    c = require_product("atlas_infer").compute
+    each = c.task_overhead_us["graph"] + (plain + padded) / (
+        c.memory_bandwidth_gbps * 1e9 * c.vector_bandwidth_fraction) * 1e6
+    tr = next(p for p in m.tasks if p.task.members == ("tr",))
+    assert tr.cost.conversion_us == pytest.approx(each)
+    assert tr.duration_ns / 1000 >= each
+
+
+def test_a_product_that_declares_no_formats_converts_nothing() -> None:
+    product = require_product("atlas_infer")
+    bare = attrs.evolve(product, graph=attrs.evolve(
+        product.graph, five_hd_op_types=(), nd_op_types=(), channel_aligned_op_types=()))
+    nodes, tensors = _shuffle_like(58)
+    plain = _model(nodes, tensors, ("x",), ("y",), product=bare)
+    converted = _model(nodes, tensors, ("x",), ("y",))
+    assert plain.conversions == ()
+    assert converted.compute_span_us > plain.compute_span_us
+
+
+def _concat(channels: tuple[int, ...]) -> Any:
+    shapes = [(8, c, 14, 14) for c in channels]
+    nodes = [_conv(f"c{i}", "x", f"w{i}", f"a{i}") for i in range(len(channels))]
+    nodes += [Node(name="cat", op_type="Concat", inputs=tuple(f"a{i}" for i in
+                                                            range(len(channels))),
+                   outputs=("cat_out",), attrs={"axis": 1}),
+              _conv("head", "cat_out", "wh", "y")]
+    tensors = [_t("x", (8, 16, 14, 14), "input"), _t("wh", (16, sum(channels), 1, 1), "weight"),
+               _t("cat_out", (8, sum(channels), 14, 14)), _t("y", (8, 16, 14, 14))]
+    tensors += [_t(f"w{i}", (c, 16, 1, 1), "weight") for i, c in enumerate(channels)]
+    tensors += [_t(f"a{i}", s) for i, s in enumerate(shapes)]
+    return _model(nodes, tensors, ("x",), ("y",))
+
+
+@pytest.mark.parametrize(("channels", "converted"), [
+    ((32, 64), 0),      # every channel count a multiple of C0: the concat stays in 5HD
+    ((58, 58), 3),      # ShuffleNetV2's halves: ND concat, its output back to 5HD
+    ((4, 8), 0),        # unequal, 12 channels out: the 16-bit unaligned 5HD concat
+    ((24, 40), 3),      # unequal, 64 out but not aligned: ND
+])
+def test_a_channel_concat_keeps_5hd_only_where_cann_offers_it(channels: tuple[int, ...],
+                                                            converted: int) -> None:
+    assert len(_concat(channels).conversions) == converted
+
+
+def test_a_flatten_of_a_5hd_tensor_reads_it_converted_to_nd() -> None:
+    nodes = [_conv("c", "x", "w", "a"),
+             Node(name="pool", op_type="Pooling", inputs=("a",), outputs=("p",),
+                  source_op="GlobalAveragePool"),
+             Node(name="flat", op_type="Flatten", inputs=("p",), outputs=("f",)),
+             Node(name="fc", op_type="MatMulV2", inputs=("f", "wf"), outputs=("y",))]
+    tensors = [_t("x", (4, 16, 7, 7), "input"), _t("w", (64, 16, 1, 1), "weight"),
+               _t("a", (4, 64, 7, 7)), _t("p", (4, 64, 1, 1)), _t("f", (4, 64)),
+               _t("wf", (64, 10), "weight"), _t("y", (4, 10))]
+    m = _model(nodes, tensors, ("x",), ("y",))
+    assert [(c.tensor, c.source, c.target, c.consumer) for c in m.conversions] == [
+        ("p", FIVE_HD, ND, "fc")]
+
+
+def test_weights_and_graph_inputs_are_not_converted_at_run_time() -> None:
+    product = require_product("atlas_infer")
+    nodes, tensors = _shuffle_like(64)
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=("x",),
+              outputs=("y",))
+    opt = optimize(g, product.graph)
+    got = format_conversions(g, list(g.nodes), product.graph, root=opt.alias,
+                             known=opt.known, dtypes={})
+    assert {c.tensor for c in got} == {"a", "b"}  # not x (the input), not w1/w2
+
+
+def test_shufflenet_v2_pays_for_its_unaligned_channel_shuffles() -> None:
+    pytest.importorskip("onnx")
+    from geplug_simulator import netbuild as nb
+    from geplug_simulator.devicegraph import device_graph
+    from geplug_simulator.importer import import_model
+
+    product = require_product("atlas_infer")
+    imported = import_model(nb.shufflenet_v2(batch=4))
+    graph = device_graph(imported)
+    m = build_device_model(optimize(graph, product.graph), product, check_memory=False)
+    bare = attrs.evolve(product, graph=attrs.evolve(
+        product.graph, five_hd_op_types=(), nd_op_types=(), channel_aligned_op_types=()))
+    plain = build_device_model(optimize(graph, bare.graph), bare, check_memory=False)
+    pairs = {(c.source, c.target) for c in m.conversions}
+    assert pairs == {(FIVE_HD, ND), (ND, FIVE_HD)}
+    # the 58/116/232-channel halves: every unit's concat and split run in ND, so each unit
+    # converts at least its convolution branch out of 5HD and its split half back
+    assert len(m.conversions) >= 2 * 16
+    # the compute stream runs them one after another: the step is longer by their time
+    extra = sum(p.cost.conversion_us for p in m.tasks)
+    assert extra > 0 and m.compute_span_us - plain.compute_span_us == pytest.approx(extra, rel=1e-3)
