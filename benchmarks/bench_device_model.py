@@ -203,6 +203,17 @@ HELD_310P: list[tuple[str, float, str, Callable[[], object], int, bool]] = [
      "Ascend/ModelZoo-PyTorch ACL_PyTorch/built-in/cv/InceptionV3_for_Pytorch/README.md "
      "(Ascend310P3 table, commit a73f3a70; AIPP)",
      lambda: nb.inception_v3(batch=8, weights="input"), 8, False),
+    # added in a later session, after the fit (no coefficient changed for them): depthwise
+    # networks without squeeze-excite or channel shuffle, the controls for the depthwise
+    # layout (docs/device-model.md, Validation)
+    ("MobileNetV1 1.0 inference, bs 32, fp16 (img/s)", 13990.09,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/contrib/cv/classfication/MobileNet-v1/README.md "
+     "(310P3 column, commit 949ee5a1; plain ATC, no AIPP)",
+     lambda: nb.mobilenet_v1(batch=32, weights="input"), 32, False),
+    ("MnasNet 1.0 inference, bs 16, fp16 (img/s)", 10650.99,
+     "Ascend/ModelZoo-PyTorch ACL_PyTorch/contrib/cv/classfication/Mnasnet1_0/README.md "
+     "(310P3 table, commit 18c5f795)",
+     lambda: nb.mnasnet1_0(batch=16, weights="input"), 16, False),
 ]
 
 

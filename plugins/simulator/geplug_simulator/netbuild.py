@@ -16,10 +16,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert", "chain", "densenet121", "efficientnet_b0", "inception_v3", "lstm", "mlp",
-           "mobilenet_v2", "mobilenet_v2_flops", "resnet18", "resnet34", "resnet50",
-           "resnet101", "resnet152", "resnext50_32x4d", "shufflenet_v2", "squeezenet1_1",
-           "vgg16", "vgg19", "wide_resnet50_2", "wide_resnet101_2"]
+__all__ = ["bert", "chain", "densenet121", "efficientnet_b0", "inception_v3", "lstm",
+           "mlp", "mnasnet1_0", "mobilenet_v1", "mobilenet_v2", "mobilenet_v2_flops",
+           "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d",
+           "shufflenet_v2", "squeezenet1_1", "vgg16", "vgg19", "wide_resnet50_2",
+           "wide_resnet101_2"]
 
 
 class _Net:
@@ -448,6 +449,57 @@ def densenet121(batch: int = 1, res: int = 224,
             x = n.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
             c //= 2
     return _classifier(n, bn_relu(x, c), c, "densenet121", batch, res)
+
+
+_MBV1 = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1),
+         (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1))
+"""MobileNetV1 1.0's depthwise-separable layers: output channels, stride of the 3x3."""
+
+
+def mobilenet_v1(batch: int = 1, res: int = 224,
+                 weights: str = "initializer") -> onnx.ModelProto:
+    """MobileNetV1 1.0 (Howard et al. 2017, Table 1: a 3x3 stem to 32, thirteen depthwise
+    3x3 + pointwise 1x1 pairs, each with BatchNorm folded and ReLU; global pooling and a
+    1000-way classifier; 569 M multiply-adds at 224x224)."""
+    n = _Net("dynamo", weights=weights)
+    x = _cv(n, "x", 3, 32, 3, 2)
+    cin = 32
+    for cout, stride in _MBV1:
+        x = _cv(n, _cv(n, x, cin, cin, 3, stride, group=cin), cin, cout, 1)
+        cin = cout
+    return _classifier(n, x, cin, "mobilenet_v1", batch, res)
+
+
+_MNASNET = ((24, 3, 2, 3, 3), (40, 5, 2, 3, 3), (80, 5, 2, 6, 3), (96, 3, 1, 6, 2),
+            (192, 5, 2, 6, 4), (320, 3, 1, 6, 1))
+"""MnasNet 1.0's stacks (torchvision): output channels, kernel, stride, expansion, repeats."""
+
+
+def mnasnet1_0(batch: int = 1, res: int = 224,
+               weights: str = "initializer") -> onnx.ModelProto:
+    """MnasNet 1.0 (torchvision ``mnasnet1_0``: a 3x3 stem to 32, a depthwise 3x3 and a 1x1
+    to 16, six stacks of inverted residuals (1x1 expansion, depthwise 3x3 or 5x5, 1x1
+    projection; the residual add where shape allows), a 1x1 to 1280, the spatial mean, a
+    1000-way classifier; 0.31 G multiply-adds at 224x224). BatchNorm folded, ReLU."""
+    n = _Net("dynamo", weights=weights)
+    x = _cv(n, "x", 3, 32, 3, 2)
+    x = _cv(n, _cv(n, x, 32, 32, 3, 1, group=32), 32, 16, 1, act="")
+    cin = 16
+    for cout, k, stride, expand, repeats in _MNASNET:
+        for i in range(repeats):
+            s = stride if i == 0 else 1
+            mid = cin * expand
+            h = _cv(n, _cv(n, x, cin, mid, 1), mid, mid, k, s, group=mid)
+            h = _cv(n, h, mid, cout, 1, act="")
+            x = n.op("Add", [x, h]) if s == 1 and cin == cout else h
+            cin = cout
+    x = _cv(n, x, cin, 1280, 1)
+    x = n.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    n.op("Gemm", [x, n.weight((1000, 1280)), n.weight((1000,), "b")], transB=1)
+    n.nodes[-1].output[0] = "y"
+    return n.model("mnasnet1_0", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [batch, 3, res, res])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
 
 
 def squeezenet1_1(batch: int = 1, res: int = 224,

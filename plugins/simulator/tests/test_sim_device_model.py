@@ -214,12 +214,13 @@ def test_vgg16_matrix_flops_equal_the_published_count() -> None:
     (nb.resnet152, 11.51), (nb.wide_resnet50_2, 11.40), (nb.wide_resnet101_2, 22.75),
     (nb.vgg19, 19.63), (nb.resnext50_32x4d, 4.23), (nb.densenet121, 2.83),
     (nb.squeezenet1_1, 0.35), (nb.shufflenet_v2, 0.14), (nb.efficientnet_b0, 0.39),
-    (nb.inception_v3, 5.71),
+    (nb.inception_v3, 5.71), (nb.mnasnet1_0, 0.31), (nb.mobilenet_v1, 0.569),
 ], ids=["resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "wide_resnet50_2",
         "wide_resnet101_2", "vgg19", "resnext50_32x4d", "densenet121", "squeezenet1_1",
-        "shufflenet_v2", "efficientnet_b0", "inception_v3"])
+        "shufflenet_v2", "efficientnet_b0", "inception_v3", "mnasnet1_0", "mobilenet_v1"])
 def test_classification_nets_matrix_flops_equal_the_published_count(build, gmacs) -> None:
-    # torchvision's model table: G multiply-adds at 224x224 (299x299 for Inception-v3;
+    # torchvision's model table (MobileNetV1: its paper's Table 1, 569 M): G multiply-adds
+    # at 224x224 (299x299 for Inception-v3;
     # convolutions, grouped and depthwise ones at their true size, and the classifier),
     # to 0.5% or half a unit of the published last digit (0.14 for ShuffleNetV2)
     compiled = _system("atlas_a2").compile(build(batch=1, weights="input"))
