@@ -419,6 +419,18 @@ def _classifier(n: _Net, x: str, cin: int, name: str, batch: int, res: int,
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
 
 
+def _mean_classifier(n: _Net, x: str, cin: int, name: str, batch: int,
+                     res: int) -> onnx.ModelProto:
+    """The spatial mean as torchvision spells it (``x.mean([2, 3])``: ReduceMean, no
+    pooling op), a 1000-way Gemm; the model."""
+    x = n.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    n.op("Gemm", [x, n.weight((1000, cin)), n.weight((1000,), "b")], transB=1)
+    n.nodes[-1].output[0] = "y"
+    return n.model(name, [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [batch, 3, res, res])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+
+
 def densenet121(batch: int = 1, res: int = 224,
                 weights: str = "initializer") -> onnx.ModelProto:
     """DenseNet-121 (torchvision: growth 32, four dense blocks of 6, 12, 24, 16 layers, each
@@ -493,13 +505,7 @@ def mnasnet1_0(batch: int = 1, res: int = 224,
             h = _cv(n, h, mid, cout, 1, act="")
             x = n.op("Add", [x, h]) if s == 1 and cin == cout else h
             cin = cout
-    x = _cv(n, x, cin, 1280, 1)
-    x = n.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
-    n.op("Gemm", [x, n.weight((1000, 1280)), n.weight((1000,), "b")], transB=1)
-    n.nodes[-1].output[0] = "y"
-    return n.model("mnasnet1_0", [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, [batch, 3, res, res])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+    return _mean_classifier(n, _cv(n, x, cin, 1280, 1), 1280, "mnasnet1_0", batch, res)
 
 
 def squeezenet1_1(batch: int = 1, res: int = 224,
@@ -562,13 +568,7 @@ def shufflenet_v2(batch: int = 1, res: int = 224,
                                     act=""), half, half, 1)
             x = shuffle(n.op("Concat", [b1, b2], axis=1), cout, size)
             cin = cout
-    x = _cv(n, x, cin, 1024, 1)
-    x = n.op("ReduceMean", [x], axes=[2, 3], keepdims=0)
-    n.op("Gemm", [x, n.weight((1000, 1024)), n.weight((1000,), "b")], transB=1)
-    n.nodes[-1].output[0] = "y"
-    return n.model("shufflenet_v2", [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, [batch, 3, res, res])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 1000])])
+    return _mean_classifier(n, _cv(n, x, cin, 1024, 1), 1024, "shufflenet_v2", batch, res)
 
 
 _EFFNET_B0 = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
