@@ -91,12 +91,15 @@ def _axis(node: Node, rank: int) -> int:
 def _wants(node: Node, graph: Graph, caps: GraphCaps) -> str:
     """The format ``node`` computes in: 5HD, ND or "" (format-agnostic)."""
     op = node.op_type
-    first = _shape(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ()
-    if op in caps.five_hd_op_types:
-        return FIVE_HD if len(first) == 4 else ""
     if op in caps.nd_op_types:
         return ND
-    if op in caps.channel_aligned_op_types and len(first) == 4 and _axis(node, 4) == 1:
+    five_hd = op in caps.five_hd_op_types
+    if not five_hd and op not in caps.channel_aligned_op_types:
+        return ""
+    first = _shape(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ()
+    if five_hd:
+        return FIVE_HD if len(first) == 4 else ""
+    if len(first) == 4 and _axis(node, 4) == 1:
         concat = len(node.inputs) > 1 and op.startswith("Concat")
         sides = [_shape(graph, t) for t in (node.inputs if concat else node.outputs) if t]
         dtype = _dtype(graph, node.inputs[0])
@@ -143,23 +146,27 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
             base = root.get(name, name)
             if base in known:
                 continue
-            shape = _shape(graph, name)
             have = held.get(base)
             if have is None:  # a graph input arrives as its reader needs it
                 have = target if base in inputs else ND
-            base_shape = _shape(graph, base)
-            if have == FIVE_HD and shape != base_shape and (
-                    len(shape) != 4 or len(base_shape) != 4 or shape[1] != base_shape[1]):
-                convert(base, FIVE_HD, ND, node.name)  # a reshaping view reads it in ND
-                have = ND
+            if have == FIVE_HD and base != name:
+                shape, base_shape = _shape(graph, name), _shape(graph, base)
+                if shape != base_shape and (len(shape) != 4 or len(base_shape) != 4
+                                            or shape[1] != base_shape[1]):
+                    convert(base, FIVE_HD, ND, node.name)  # a reshaping view reads it in ND
+                    have = ND
             if not target:
                 target = have  # a format-agnostic op follows its first data input
-            elif have and have != target and len(shape) == 4:
+            elif have and have != target and len(_shape(graph, name)) == 4:
                 convert(base, have, target, node.name)
-        written = target or ND
-        for t in node.outputs:
-            if t:
-                held[t] = written if len(_shape(graph, t)) == 4 else ND
+        if target == FIVE_HD:  # only a 4-D output can be held in 5HD
+            for t in node.outputs:
+                if t:
+                    held[t] = FIVE_HD if len(_shape(graph, t)) == 4 else ND
+        else:
+            for t in node.outputs:
+                if t:
+                    held[t] = ND
     return out
 
 
