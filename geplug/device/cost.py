@@ -164,17 +164,24 @@ def _matmul(node: Node, graph: Graph) -> Gemm:
     return Gemm(batch=int(batch), m=int(m), n=int(n), k=int(k))
 
 
-def input_gradient(g: Gemm) -> Gemm:
+def input_gradient(g: Gemm, input_positions: int = 0) -> Gemm:
     """The input-gradient GEMM (``dX = dY @ W^T``) of the forward GEMM ``g``, same FLOPs.
 
-    The input gradient of a grouped convolution is itself a grouped convolution (dy with the
-    rotated kernel: K = cout_g x window, N = cin_g), its groups merged as the forward's are
-    (Conv2DBackpropInput's ``calculate_group``, CANN 8.1.RC1 ``util_deconv_comm.py``); any
-    other GEMM, an ungrouped convolution's included, is the transposed product."""
-    m = g.useful_m or g.m  # a transposed convolution's input gradient: its input positions
-    if g.window and g.batch > 1:
-        return Gemm(g.batch, m, g.k // g.window, g.n * g.window, g.sequential,
-                    window=g.window)
+    A convolution's (``g.window``) is Conv2DBackpropInput, itself a convolution: dy with the
+    rotated kernel, K = cout_g x window per kernel tap, N = cin_g, its groups merged as the
+    forward's are (``calculate_group``, CANN 8.1.RC1 ``util_deconv_comm.py``). Over dy
+    zero-filled by the stride (``stride_filling``, ``conv2d_backprop_input_general_compute.py``)
+    it computes every input position: ``input_positions`` (batch x the forward input's
+    positions), when more than dy's and the kernel is larger than 1x1 (a 1x1 kernel takes
+    the kernel-size-1 pattern); the FLOPs stay dy's (``useful_m``). A transposed
+    convolution's input gradient is a plain convolution over its input's positions. Any
+    other GEMM is the transposed product."""
+    m = g.useful_m or g.m  # the forward's useful rows: its output positions (dy)
+    if g.window:
+        computed = input_positions if g.window > 1 and input_positions > m \
+            and not g.useful_m else m
+        return Gemm(g.batch, computed, g.k // g.window, g.n * g.window, g.sequential,
+                    window=g.window, useful_m=m if computed != m else 0)
     return Gemm(g.batch, m, g.k, g.n, g.sequential)
 
 
@@ -225,7 +232,8 @@ def _conv_gradient(node: Node, graph: Graph, group: int) -> Gemm:
     forward = Gemm(batch=group, m=positions, n=max(w[0] // group, 1), k=w[1] * window,
                    window=window)
     if node.op_type == "Conv2DBackpropInput":
-        return input_gradient(forward)
+        dx = _dims(graph, node.outputs[0]) if node.outputs else ()
+        return input_gradient(forward, dx[0] * math.prod(dx[2:]) if len(dx) > 2 else 0)
     return weight_gradient(forward)
 
 

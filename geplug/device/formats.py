@@ -18,13 +18,14 @@ none gets no conversions. The rules:
   ``op_select_format``) or, for a 16-bit concat, its inputs are equal with 2, 4 or 8
   channels or unequal with at most 16 channels out (``concat_last_dim.py``); an ND op
   otherwise; on another axis it is format-agnostic;
-- every **other op** is format-agnostic: it computes in the format of its first data
-  input and writes that format;
+- every **other op** is format-agnostic: it computes in the format of its first 4-D data
+  input (its other 4-D inputs converted to it) and writes that format;
 - a **view** (Reshape, Flatten, ...: no task) that changes a 4-D tensor's rank or channel
   count cannot relabel a 5HD tensor: its reader sees the tensor in ND (converted first);
 - **weights and constants** are converted when the model is built (no task); **graph
   inputs** are taken in the format their first reader needs (AIPP and the input's
-  conversion are not modelled), graph outputs as written.
+  conversion are not modelled: it is held so from then on; an agnostic first reader takes it
+  plain), graph outputs as written.
 
 One conversion per tensor and target format (GE merges identical TransData); its cost is
 a memory pass reading the source and writing the target, the 5HD side padded to whole C0
@@ -88,8 +89,9 @@ def _axis(node: Node, rank: int) -> int:
     return axis + rank if axis < 0 else axis
 
 
-def _wants(node: Node, graph: Graph, caps: GraphCaps) -> str:
-    """The format ``node`` computes in: 5HD, ND or "" (format-agnostic)."""
+def _wants(node: Node, graph: Graph, caps: GraphCaps, dtypes: Mapping[str, str]) -> str:
+    """The format ``node`` computes in: 5HD, ND or "" (format-agnostic); ``dtypes``: the
+    dtype a tensor is held in on the device when not its graph dtype."""
     op = node.op_type
     if op in caps.nd_op_types:
         return ND
@@ -102,7 +104,7 @@ def _wants(node: Node, graph: Graph, caps: GraphCaps) -> str:
     if len(first) == 4 and _axis(node, 4) == 1:
         concat = len(node.inputs) > 1 and op.startswith("Concat")
         sides = [_shape(graph, t) for t in (node.inputs if concat else node.outputs) if t]
-        dtype = _dtype(graph, node.inputs[0])
+        dtype = dtypes.get(node.inputs[0]) or _dtype(graph, node.inputs[0])
         c0 = _c0(dtype)
         if all(len(s) == 4 and s[1] % c0 == 0 for s in sides):
             return FIVE_HD
@@ -139,7 +141,7 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                                   _cost(graph, base, dtypes.get(base) or _dtype(graph, base))))
 
     for node in order:
-        target = _wants(node, graph, caps)
+        target = _wants(node, graph, caps, dtypes)
         for name in node.inputs:
             if not name:
                 continue
@@ -147,8 +149,10 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
             if base in known:
                 continue
             have = held.get(base)
-            if have is None:  # a graph input arrives as its reader needs it
-                have = target if base in inputs else ND
+            if have is None:
+                # a graph input arrives as its first reader needs it (plain for an agnostic
+                # one) and is held so; anything else unwritten is plain
+                have = held[base] = (target or ND) if base in inputs else ND
             if have == FIVE_HD and base != name:
                 shape, base_shape = _shape(graph, name), _shape(graph, base)
                 if shape != base_shape and (len(shape) != 4 or len(base_shape) != 4
@@ -156,7 +160,8 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                     convert(base, FIVE_HD, ND, node.name)  # a reshaping view reads it in ND
                     have = ND
             if not target:
-                target = have  # a format-agnostic op follows its first data input
+                if len(_shape(graph, name)) == 4:
+                    target = have  # a format-agnostic op follows its first 4-D data input
             elif have and have != target and len(_shape(graph, name)) == 4:
                 convert(base, have, target, node.name)
         if target == FIVE_HD:  # only a 4-D output can be held in 5HD

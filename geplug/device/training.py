@@ -43,12 +43,13 @@ on one device). No gradient all-reduce: a single device.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import attrs
 
 from geplug.device.cost import _NORM, Gemm, cube_time_us, input_gradient, weight_gradient
-from geplug.device.ir import dtype_bytes, numel
+from geplug.device.ir import Graph, Node, dtype_bytes, numel
 from geplug.device.model import DeviceModel, TaskPlan
 from geplug.errors import CompileError
 from geplug.products.schema import Product
@@ -151,6 +152,15 @@ def _gemm_task(name: str, op_type: str, gemm: Gemm, dtype: str, nbytes: float,
                         bytes_moved=nbytes)
 
 
+def _positions(graph: Graph, node: Node) -> int:
+    """Batch x spatial positions of a convolution's input (0 when unknown or not 4-D): the
+    rows its input gradient computes over (:func:`geplug.device.cost.input_gradient`)."""
+    t = graph.tensor(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    if t is None or t.shape is None or len(t.shape) < 3:
+        return 0
+    return math.prod(int(d) if d else 1 for d in (t.shape[0], *t.shape[2:]))
+
+
 def _grad_op_types(op_type: str) -> tuple[str, str]:
     if op_type.startswith("Conv"):
         return "Conv2DBackpropInput", "Conv2DBackpropFilter"
@@ -201,7 +211,8 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
             for i, g in enumerate(work.gemms):
                 tag = f"{node.name}{i or ''}"
                 if not from_data:
-                    out.append(_gemm_task(f"{tag}_dgrad", dgrad_op, input_gradient(g),
+                    out.append(_gemm_task(f"{tag}_dgrad", dgrad_op,
+                                          input_gradient(g, _positions(graph, node)),
                                           plan.dtype, fwd_bytes, product, overhead))
                 out.append(_gemm_task(f"{tag}_wgrad", wgrad_op, weight_gradient(g),
                                       plan.dtype, fwd_bytes, product, overhead))

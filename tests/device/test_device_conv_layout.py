@@ -157,3 +157,23 @@ def test_a_strided_transposed_convolution_computes_over_its_zero_filled_input() 
 def test_a_1x1_transposed_convolution_is_a_gemm_over_its_input_positions() -> None:
     gemm = _transposed(64, 32, 1, 2)  # the kernel-size-1 pattern: no zero filling
     assert (gemm.m, gemm.n, gemm.k, gemm.useful_m) == (4 * 28 * 28, 32, 64, 0)
+
+
+@pytest.mark.requires_products("atlas_a2")
+def test_a_strided_convolutions_input_gradient_is_the_same_kernel_as_a_transposed_conv() -> None:
+    from geplug.device.cost import input_gradient
+
+    c = require_product("atlas_a2").compute
+    # forward: 3x3 stride-2 convolution 128 -> 256, 32 x 57 x 57 -> 32 x 28 x 28; its input
+    # gradient is Conv2DBackpropInput over dy zero-filled by the stride: the same kernel
+    # and shape as a 3x3 stride-2 ConvTranspose 256 -> 128 on 32 x 28 x 28
+    forward = Gemm(batch=1, m=32 * 28 * 28, n=256, k=128 * 9, window=9)
+    dgrad = input_gradient(forward, input_positions=32 * 57 * 57)
+    up = _transposed(256, 128, 3, 2, hw=28, batch=32)
+    assert (dgrad.m, dgrad.n, dgrad.k) == (up.m, up.n, up.k) == (32 * 57 * 57, 128, 256 * 9)
+    assert dgrad.flops == up.flops == forward.flops
+    assert cube_time_us(dgrad, c, "float16") == cube_time_us(up, c, "float16")
+    # a 1x1 strided kernel takes the kernel-size-1 pattern: dy's positions only
+    one = input_gradient(Gemm(batch=1, m=32 * 28 * 28, n=256, k=128, window=1),
+                         input_positions=32 * 56 * 56)
+    assert (one.m, one.useful_m) == (32 * 28 * 28, 0)

@@ -147,3 +147,50 @@ def test_shufflenet_v2_pays_for_its_unaligned_channel_shuffles() -> None:
     # the compute stream runs them one after another: the step is longer by their time
     extra = sum(p.cost.conversion_us for p in m.tasks)
     assert extra > 0 and m.compute_span_us - plain.compute_span_us == pytest.approx(extra, rel=1e-3)
+
+
+def test_a_graph_input_is_held_as_its_first_reader_needs_it() -> None:
+    # x feeds a convolution (5HD) and then a Transpose (ND): converted once, for the second
+    nodes = [_conv("c", "x", "w", "y1"),
+             Node(name="tr", op_type="Transpose", inputs=("x",), outputs=("y2",),
+                  attrs={"perm": [0, 1, 3, 2]})]
+    tensors = [_t("x", (8, 32, 14, 14), "input"), _t("w", (32, 32, 1, 1), "weight"),
+               _t("y1", (8, 32, 14, 14)), _t("y2", (8, 32, 14, 14))]
+    m = _model(nodes, tensors, ("x",), ("y1", "y2"))
+    assert [(c.tensor, c.source, c.target) for c in m.conversions] == [("x", FIVE_HD, ND)]
+
+
+def test_a_broadcast_operand_does_not_decide_an_elementwise_ops_format() -> None:
+    # a squeeze-excite Mul: a (32, 1, 1) gate times a 4-D 5HD map stays in 5HD
+    nodes = [_conv("c", "x", "w", "a"),
+             Node(name="g", op_type="Sigmoid", inputs=("s",), outputs=("gate",)),
+             Node(name="mul", op_type="Mul", inputs=("gate", "a"), outputs=("b",)),
+             _conv("c2", "b", "w2", "y")]
+    tensors = [_t("x", (8, 16, 14, 14), "input"), _t("w", (32, 16, 1, 1), "weight"),
+               _t("s", (32, 1, 1), "input"), _t("gate", (32, 1, 1)),
+               _t("a", (8, 32, 14, 14)), _t("b", (8, 32, 14, 14)),
+               _t("w2", (16, 32, 1, 1), "weight"), _t("y", (8, 16, 14, 14))]
+    assert _model(nodes, tensors, ("x", "s"), ("y",)).conversions == ()
+
+
+def test_the_16_bit_concat_rule_reads_the_dtype_the_device_holds() -> None:
+    from geplug.device.formats import format_conversions
+
+    product = require_product("atlas_infer")
+    nodes = [_conv("c0", "x", "w0", "a0"), _conv("c1", "x", "w1", "a1"),
+             Node(name="cat", op_type="Concat", inputs=("a0", "a1"), outputs=("o",),
+                  attrs={"axis": 1}),
+             _conv("h", "o", "wh", "y")]
+    f32 = [Tensor(name=n, dtype="float32", shape=s, kind=k) for n, s, k in (  # type: ignore[arg-type]
+        ("x", (8, 16, 14, 14), "input"), ("w0", (4, 16, 1, 1), "weight"),
+        ("w1", (8, 16, 1, 1), "weight"), ("a0", (8, 4, 14, 14), "activation"),
+        ("a1", (8, 8, 14, 14), "activation"), ("o", (8, 12, 14, 14), "activation"),
+        ("wh", (16, 12, 1, 1), "weight"), ("y", (8, 16, 14, 14), "activation"))]
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in f32}, inputs=("x",),
+              outputs=("y",))
+    opt = optimize(g, product.graph)
+    args = {"root": opt.alias, "known": opt.known}
+    # in float32 the unaligned concat is ND; held in float16 (force_fp16) it keeps 5HD
+    assert format_conversions(g, list(g.nodes), product.graph, dtypes={}, **args)
+    held = {t: "float16" for t in ("x", "a0", "a1", "o", "y")}
+    assert format_conversions(g, list(g.nodes), product.graph, dtypes=held, **args) == []

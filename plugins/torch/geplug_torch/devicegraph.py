@@ -56,6 +56,8 @@ class FxGraph:
     placeholders: tuple[str, ...]
     weights: frozenset[str]
     """Placeholders that are parameters (device-resident variables)."""
+    call_inputs: dict[str, tuple[str, ...]] = attrs.field(repr=False, factory=dict)
+    """fx node of an aten call run as several kernels -> the call's tensor arguments."""
 
 
 def dtype_name(dtype: Any) -> str:
@@ -100,6 +102,7 @@ class _Builder:
         self.nodes: list[Node] = []
         self.fx_nodes: dict[str, Any] = {}
         self.placeholders: list[str] = []
+        self.call_inputs: dict[str, tuple[str, ...]] = {}
 
     def add_tensor(self, name: str, t: Any, kind: Any) -> None:
         meta = TensorMeta(name, _shape(t), dtype_name(t.dtype))
@@ -180,6 +183,7 @@ class _Builder:
         dy, x, w = (self.ref.get(getattr(a, "name", ""), "") for a in node.args[:3])
         transposed = len(node.args) > 7 and bool(node.args[7])
         group = int(node.args[9]) if len(node.args) > 9 else 1
+        self.call_inputs[node.name] = tuple(t for t in (dy, x, w) if t in self.tensors)
         operands = {0: (dy, w) if transposed else (w, dy),
                     1: (dy, x) if transposed else (x, dy),
                     2: (dy,)}
@@ -239,5 +243,6 @@ def fx_device_graph(gm: Any, *, name: str, weights: Sequence[str] = ()) -> FxGra
                   outputs=tuple(outputs))
     return FxGraph(graph=graph, fx_nodes=b.fx_nodes, metas=b.metas,
                    placeholders=tuple(b.placeholders),
-                   weights=frozenset(w for w in weights if w in b.tensors))
+                   weights=frozenset(w for w in weights if w in b.tensors),
+                   call_inputs=b.call_inputs)
 

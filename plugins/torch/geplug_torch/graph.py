@@ -60,6 +60,12 @@ class GraphOp:
     """What the task reads from outside it (graph inputs, other tasks' outputs, views)."""
     outputs: tuple[TensorMeta, ...]
     """What it writes for consumers outside it or the graph's outputs."""
+    call: str = ""
+    """The fx node of the aten call it runs (its first member's): the kernels of one call
+    (``convolution_backward``'s gradients) share it, and the profiler shows one framework
+    op per call."""
+    call_inputs: tuple[TensorMeta, ...] = ()
+    """The aten call's tensor arguments (the framework op's input shapes in profiles)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -203,11 +209,15 @@ def compile_graph(
             task_type=c.task_type,
             data_inputs=tuple(dict.fromkeys(m.name for m in ins if m.name in placeholders)),
         )
+        call = fxg.fx_nodes[members[0]].name
+        split = fxg.call_inputs.get(call)
         ops.append(GraphOp(
             fx_name=members[0], aten=anchor.onnx_op.removeprefix("aten."), members=members,
             decision=d, record=record, start_us=plan.start_ns / 1000.0,
             duration_us=plan.duration_ns / 1000.0, flops=c.flops, bytes_moved=c.bytes_moved,
-            cube_fraction=c.cube_fraction, inputs=ins, outputs=outs))
+            cube_fraction=c.cube_fraction, inputs=ins, outputs=outs, call=call,
+            call_inputs=ins if split is None else tuple(fxg.metas[t] for t in split
+                                                       if t in fxg.metas)))
     specs = [KernelSpec(decision=op.decision,
                         input_shapes=tuple(m.shape for m in op.inputs),
                         input_dtypes=tuple(m.dtype for m in op.inputs),

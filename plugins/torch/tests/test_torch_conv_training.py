@@ -115,3 +115,39 @@ def test_a_torch_gradient_kernel_costs_what_the_derived_training_step_costs(trai
     assert dx.cost.cube_flops == forward.flops
     assert dx.cost.compute_us == pytest.approx(want_dx)
     assert len(dws) == 1 and dws[0].cost.compute_us == pytest.approx(want_dw)
+    # the transposed convolution (32 -> 8, 3x3, stride 2; ungrouped): its input gradient, a
+    # Conv2D of the output gradient, costs what input_gradient of its forward GEMM costs
+    up = Gemm(batch=1, m=N * 29 * 29, n=8, k=32 * 9, window=9, useful_m=N * H * H)
+    (dx_up,) = [p for p in bw if p.task.op_type == "Conv2D"]
+    assert dx_up.cost.compute_us == pytest.approx(
+        cube_time_us(input_gradient(up), compute, "float32")[0])
+
+
+def test_the_profiler_shows_one_framework_op_per_convolution_backward_call(tmp_path):
+    import json
+
+    from geplug_torch import profiler as P
+
+    be = geplug_torch.backend(product="atlas_a2", config=KEEP)
+    net = _Net()
+    compiled = torch.compile(net, backend=be)
+    with P.profile(activities=[P.ProfilerActivity.CPU, P.ProfilerActivity.NPU],
+                   schedule=P.schedule(wait=0, warmup=0, active=1, repeat=1),
+                   on_trace_ready=P.tensorboard_trace_handler(str(tmp_path), "w"),
+                   record_shapes=True) as prof:
+        compiled(torch.randn(N, 16, H, H)).sum().backward()
+        prof.step()
+    be.shutdown()
+    (root,) = prof.outputs
+    with open(f"{root}/ASCEND_PROFILER_OUTPUT/trace_view.json", encoding="utf-8") as fh:
+        events = json.load(fh)
+    calls = [e for e in events if e.get("name") == "aten::convolution_backward"
+             and e.get("cat") == "cpu_op"]
+    # three convolutions: three calls, although they run seven kernels (2 + 2 + 3: the first
+    # computes no input gradient, the depthwise one has no bias)
+    assert len(calls) == 3
+    # each shows the call's own arguments: grad_output, input, weight
+    assert all(len(e["args"]["Input Dims"]) == 3 for e in calls)
+    kernels = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(
+        "gradients/convolution_backward")]
+    assert len(kernels) == 7

@@ -234,7 +234,8 @@ def _operator_rows(c: Collection) -> list[list[str]]:
     agg: dict[tuple[str, str], float] = defaultdict(float)
     for run in c.runs:
         for op in run.graph.ops:
-            shapes = ";".join(",".join(str(d) for d in m.shape) for m in op.inputs)
+            shapes = ";".join(",".join(str(d) for d in m.shape)
+                              for m in (op.call_inputs or op.inputs))
             agg[(f"aten::{op.aten}", shapes if c.prof.record_shapes else "")] += op.duration_us
     return [[name, shapes, "", fmt(t), fmt(t), fmt(t), fmt(t),
              fmt(t), fmt(t)] for (name, shapes), t in sorted(agg.items())]
@@ -280,8 +281,8 @@ def _trace_view(c: Collection, prof_dirs: list[str],
         op = h.op
         args: dict[str, Any] = {"Sequence number": seq, "Fwd thread id": 0, "Call stack": ""}
         if c.prof.record_shapes:
-            args["Input Dims"] = [list(m.shape) for m in op.inputs]
-            args["Input type"] = [m.dtype for m in op.inputs]
+            args["Input Dims"] = [list(m.shape) for m in (op.call_inputs or op.inputs)]
+            args["Input type"] = [m.dtype for m in (op.call_inputs or op.inputs)]
         ts = fmt_ns(h.begin_ns)
         events.append({"ph": "X", "name": f"aten::{op.aten}", "pid": _PYTHON_PID,
                        "tid": 1, "ts": ts, "dur": (h.end_ns - h.begin_ns) / 1000,

@@ -37,18 +37,25 @@ class HostOp:
 
 
 def host_ops(c: Collection) -> list[HostOp]:
-    """Every framework op of ``c`` in start order (see the module docstring)."""
-    items = sorted(((ns(run.base_us, start), i, j, run, op)
-                    for i, run in enumerate(c.runs)
-                    for j, (op, start) in enumerate(zip(run.graph.ops, run.starts,
-                                                        strict=True))),
+    """Every framework op of ``c`` in start order (see the module docstring): one per aten
+    call, at its first kernel, lasting to its last kernel's end (an aten call run as several
+    kernels, ``convolution_backward``'s gradients, is one framework op)."""
+    first: dict[tuple[int, str], tuple[int, int, int, Any, Any]] = {}
+    last_end: dict[tuple[int, str], int] = {}
+    for i, run in enumerate(c.runs):
+        for j, (op, start) in enumerate(zip(run.graph.ops, run.starts, strict=True)):
+            k = ns(run.base_us, start)
+            key = (i, getattr(op, "call", "") or f"#{j}")
+            if key not in first or k < first[key][0]:
+                first[key] = (k, i, j, run, op)
+            last_end[key] = max(last_end.get(key, 0), k + round(op.duration_us * 1000))
+    items = sorted(((*v, last_end[key]) for key, v in first.items()),
                    key=lambda t: (t[0], t[1], t[2]))
     begins: list[int] = []
     for k, *_ in items:
         begins.append(k if not begins or k > begins[-1] else begins[-1] + 1)
     out = []
-    for n, (k, _i, _j, run, op) in enumerate(items):
-        end = k + round(op.duration_us * 1000)
+    for n, (k, _i, _j, run, op, end) in enumerate(items):
         if n + 1 < len(begins):
             end = min(end, begins[n + 1] - 1)
         out.append(HostOp(op=op, run=run, kernel_ns=k, begin_ns=begins[n],

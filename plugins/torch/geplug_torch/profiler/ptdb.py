@@ -97,8 +97,9 @@ def _framework_rows(c: Collection, sid: _Strings, kernels: dict[tuple[str, int],
     op_type = API_TYPES["op"]
     for seq, h in enumerate(host_ops(c)):
         op = h.op
-        shapes = ";".join(",".join(str(d) for d in m.shape) for m in op.inputs)
-        dtypes = ";".join(m.dtype for m in op.inputs)
+        inputs = op.call_inputs or op.inputs
+        shapes = ";".join(",".join(str(d) for d in m.shape) for m in inputs)
+        dtypes = ";".join(m.dtype for m in inputs)
         cid = kernels.get((op.record.name, h.kernel_ns))
         conn_ref = None
         if cid is not None:
