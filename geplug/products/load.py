@@ -284,6 +284,9 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
     topology = values.get("topology")
     if topology is not None:
         _check_topology(topology, errors)
+    graph = values.get("graph")
+    if graph is not None:
+        _check_formats(graph, errors)
     debug = values.get("debug")
     if debug is not None:
         for level in debug.kernel_meta:
@@ -291,6 +294,19 @@ def _check_consistency(values: Mapping[str, Any], errors: list[tuple[str, str]])
                 errors.append((f"debug.kernel_meta.{level}",
                                f"expected an op_debug_level key in {list(DEBUG_LEVELS)}, "
                                f"got {level!r}"))
+
+
+def _check_formats(graph: Any, errors: list[tuple[str, str]]) -> None:
+    """An op type has one format rule (``geplug.device.formats``): it may be named in only one
+    of ``five_hd_op_types``, ``nd_op_types`` and ``channel_aligned_op_types``."""
+    keys = ("five_hd_op_types", "nd_op_types", "channel_aligned_op_types")
+    seen: dict[str, str] = {}
+    for key in keys:
+        for op in getattr(graph, key, ()):
+            if op in seen and seen[op] != key:
+                errors.append((f"graph.{key}", f"op type {op!r} is also in graph.{seen[op]}: "
+                               "an op has one format rule; keep it in one list"))
+            seen.setdefault(op, key)
 
 
 TOPOLOGY_LINKS = ("HCCS", "PCIE", "RDMA", "SIO", "SDMA")

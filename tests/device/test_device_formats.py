@@ -194,3 +194,19 @@ def test_the_16_bit_concat_rule_reads_the_dtype_the_device_holds() -> None:
     assert format_conversions(g, list(g.nodes), product.graph, dtypes={}, **args)
     held = {t: "float16" for t in ("x", "a0", "a1", "o", "y")}
     assert format_conversions(g, list(g.nodes), product.graph, dtypes=held, **args) == []
+
+
+def test_a_card_naming_an_op_in_two_format_lists_is_refused(tmp_path, capsys) -> None:
+    from geplug.cli.main import main
+
+    path = tmp_path / "capabilities.toml"
+    path.write_text('schema_version = 1\n[product]\nname = "acme_fmt"\nextends = "atlas_infer"\n'
+                    'display_name = "Acme formats"\nsoc_versions = ["Ascend310P9"]\n'
+                    'description = "Transpose twice"\n[graph]\n'
+                    'five_hd_op_types = ["Conv2D", "Transpose"]\nnd_op_types = ["Transpose"]\n',
+                    encoding="utf-8")
+    assert main(["validate-card", str(path)]) == 1
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "graph.nd_op_types" in text and "'Transpose'" in text
+    assert "graph.five_hd_op_types" in text
