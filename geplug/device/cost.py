@@ -37,7 +37,7 @@ from geplug.products.schema import ComputeModel, Product
 __all__ = ["GATHER_OPS", "ISSUE_MODES", "MIN_SPLIT_K", "SMALL_CHANNEL_C0", "NodeWork",
            "TaskCost", "cube_shape", "cube_time_us", "gather_unread_bytes", "input_gradient",
            "l2_resident_bytes", "node_work", "node_works", "small_channel_in_force",
-           "split_k", "task_cost", "weight_gradient", "with_ai_cores"]
+           "split_k", "task_cost", "task_overhead_us", "weight_gradient", "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
 """How tasks reach the device: a sunk graph, or one host launch per op."""
@@ -355,6 +355,12 @@ def _node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
     return NodeWork(vector_flops=flops, unresolved=unresolved)
 
 
+def task_overhead_us(compute: ComputeModel, issue_mode: str) -> float:
+    """The cost of issuing one task in ``issue_mode`` (``task_overhead_us``; the host launch
+    overhead for a mode the product does not declare)."""
+    return float(compute.task_overhead_us.get(issue_mode, compute.launch_overhead_us))
+
+
 def with_ai_cores(product: Product, aicore_num: int | None) -> Product:
     """``product`` limited to ``aicore_num`` AI Cores (the ``aicore_num`` session option).
 
@@ -542,7 +548,7 @@ def task_cost(
     (``enable_small_channel``): convolutions of at most 4 input channels pad them to 4 per
     kernel tap (:func:`cube_shape`)."""
     c = product.compute
-    overhead = c.task_overhead_us.get(issue_mode, c.launch_overhead_us)
+    overhead = task_overhead_us(c, issue_mode)
     cubes = [w.cube_flops if w.gemms else 0.0 for w in works]
     flops = sum(cf + w.vector_flops for cf, w in zip(cubes, works, strict=True))
     cube_flops = sum(cubes)

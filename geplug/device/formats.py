@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from geplug.device.cost import _dims
 from geplug.device.ir import DTYPE_BYTES, Graph, Node, numel
 from geplug.products.schema import GraphCaps
 
@@ -64,17 +65,10 @@ def _c0(dtype: str) -> int:
     return 32 if DTYPE_BYTES.get(dtype, 2) == 1 else 16
 
 
-def _shape(graph: Graph, name: str) -> tuple[int, ...]:
-    t = graph.tensor(name)
-    if t is None or t.shape is None:
-        return ()
-    return tuple(int(d) if d else 1 for d in t.shape)
-
-
 def _cost(graph: Graph, name: str, dtype: str) -> int:
     """Bytes one conversion of tensor ``name`` moves: its ND size plus its 5HD size (the
     channels padded to whole C0 blocks)."""
-    shape = _shape(graph, name)
+    shape = _dims(graph, name)
     size = DTYPE_BYTES.get(dtype, 2)
     plain = numel(shape) * size
     if len(shape) != 4:
@@ -98,12 +92,12 @@ def _wants(node: Node, graph: Graph, caps: GraphCaps, dtypes: Mapping[str, str])
     five_hd = op in caps.five_hd_op_types
     if not five_hd and op not in caps.channel_aligned_op_types:
         return ""
-    first = _shape(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ()
+    first = _dims(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ()
     if five_hd:
         return FIVE_HD if len(first) == 4 else ""
     if len(first) == 4 and _axis(node, 4) == 1:
         concat = len(node.inputs) > 1 and op.startswith("Concat")
-        sides = [_shape(graph, t) for t in (node.inputs if concat else node.outputs) if t]
+        sides = [_dims(graph, t) for t in (node.inputs if concat else node.outputs) if t]
         dtype = dtypes.get(node.inputs[0]) or _dtype(graph, node.inputs[0])
         c0 = _c0(dtype)
         if all(len(s) == 4 and s[1] % c0 == 0 for s in sides):
@@ -154,20 +148,20 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                 # one) and is held so; anything else unwritten is plain
                 have = held[base] = (target or ND) if base in inputs else ND
             if have == FIVE_HD and base != name:
-                shape, base_shape = _shape(graph, name), _shape(graph, base)
+                shape, base_shape = _dims(graph, name), _dims(graph, base)
                 if shape != base_shape and (len(shape) != 4 or len(base_shape) != 4
                                             or shape[1] != base_shape[1]):
                     convert(base, FIVE_HD, ND, node.name)  # a reshaping view reads it in ND
                     have = ND
             if not target:
-                if len(_shape(graph, name)) == 4:
+                if len(_dims(graph, name)) == 4:
                     target = have  # a format-agnostic op follows its first 4-D data input
-            elif have and have != target and len(_shape(graph, name)) == 4:
+            elif have and have != target and len(_dims(graph, name)) == 4:
                 convert(base, have, target, node.name)
         if target == FIVE_HD:  # only a 4-D output can be held in 5HD
             for t in node.outputs:
                 if t:
-                    held[t] = FIVE_HD if len(_shape(graph, t)) == 4 else ND
+                    held[t] = FIVE_HD if len(_dims(graph, t)) == 4 else ND
         else:
             for t in node.outputs:
                 if t:

@@ -32,6 +32,7 @@ from geplug.device.cost import (
     node_work,
     node_works,
     task_cost,
+    task_overhead_us,
     with_ai_cores,
 )
 from geplug.device.formats import Conversion, format_conversions
@@ -370,8 +371,7 @@ def _with_conversions(cost: TaskCost, count: int, nbytes: int, product: Product,
     (one task overhead), its bytes through memory at the vector share of the bandwidth (a
     fresh tensor: no L2 reuse), run one after another with the task."""
     c = product.compute
-    overhead = float(c.task_overhead_us.get(issue_mode, c.launch_overhead_us))
-    us = count * overhead + nbytes / (c.memory_bandwidth_gbps * 1e9
+    us = count * task_overhead_us(c, issue_mode) + nbytes / (c.memory_bandwidth_gbps * 1e9
                                       * c.vector_bandwidth_fraction) * 1e6
     return attrs.evolve(cost, duration_us=cost.duration_us + us,
                         bytes_moved=cost.bytes_moved + nbytes, conversion_us=us)

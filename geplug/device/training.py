@@ -48,7 +48,15 @@ from collections.abc import Mapping
 
 import attrs
 
-from geplug.device.cost import _NORM, Gemm, cube_time_us, input_gradient, weight_gradient
+from geplug.device.cost import (
+    _NORM,
+    Gemm,
+    _dims,
+    cube_time_us,
+    input_gradient,
+    task_overhead_us,
+    weight_gradient,
+)
 from geplug.device.ir import Graph, Node, dtype_bytes, numel
 from geplug.device.model import DeviceModel, TaskPlan
 from geplug.errors import CompileError
@@ -121,11 +129,6 @@ class TrainingStep:
         return float(sum(t.flops for t in self.tasks))
 
 
-def _overhead(product: Product, issue_mode: str) -> float:
-    c = product.compute
-    return float(c.task_overhead_us.get(issue_mode, c.launch_overhead_us))
-
-
 def _vector_us(nbytes: float, product: Product, l2_bytes: float = 0.0) -> float:
     c = product.compute
     l2 = min(l2_bytes, nbytes) if c.l2_bandwidth_gbps > 0 else 0.0
@@ -155,10 +158,8 @@ def _gemm_task(name: str, op_type: str, gemm: Gemm, dtype: str, nbytes: float,
 def _positions(graph: Graph, node: Node) -> int:
     """Batch x spatial positions of a convolution's input (0 when unknown or not 4-D): the
     rows its input gradient computes over (:func:`geplug.device.cost.input_gradient`)."""
-    t = graph.tensor(node.inputs[0]) if node.inputs and node.inputs[0] else None
-    if t is None or t.shape is None or len(t.shape) < 3:
-        return 0
-    return math.prod(int(d) if d else 1 for d in (t.shape[0], *t.shape[2:]))
+    x = _dims(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ()
+    return x[0] * math.prod(x[2:]) if len(x) >= 3 else 0
 
 
 def _grad_op_types(op_type: str) -> tuple[str, str]:
@@ -258,7 +259,7 @@ def training_step(model: DeviceModel, product: Product, *, optimizer: str = "mom
     if optimizer not in OPTIMIZER_BYTES:
         raise CompileError(f"optimizer {optimizer!r} is not one of {sorted(OPTIMIZER_BYTES)}; "
                            "pick the update rule the training script uses")
-    overhead = _overhead(product, model.issue_mode)
+    overhead = task_overhead_us(product.compute, model.issue_mode)
     graph = model.graph.graph
     nodes = {n.name: n for n in graph.nodes}
     forward: list[TrainingTask] = []
