@@ -62,6 +62,9 @@ class Conversion:
 
 
 def _c0(dtype: str) -> int:
+    """The channel block of a tensor stored in NC1HWC0: 16 elements, 32 for 1-byte types
+    (the format's C0, which the concat/split alignment rules use; not the cube fractal's
+    32-byte K block of :func:`geplug.device.cost.cube_shape`)."""
     return 32 if DTYPE_BYTES.get(dtype, 2) == 1 else 16
 
 
