@@ -117,7 +117,8 @@ class CompiledModel(Protocol):
 
     @property
     def op_times(self) -> Mapping[str, float]:
-        """Simulated device time per op (node name -> µs), from the product's figures."""
+        """Simulated device time per task (node name, a fused task's name, or the name of a
+        task GE inserts such as ``trans_TransData_0`` -> µs), from the product's figures."""
 
     @property
     def simulated_time_us(self) -> float:

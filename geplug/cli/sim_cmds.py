@@ -109,8 +109,9 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                 data["buffer_optimize"] = device.buffer_optimize
                 data["small_channel"] = device.small_channel
                 data["format_conversions"] = [
-                    {"tensor": c.tensor, "from": c.source, "to": c.target,
-                     "before": c.consumer, "bytes_moved": c.bytes_moved}
+                    {"name": c.name, "tensor": c.tensor, "from": c.source, "to": c.target,
+                     "before": c.consumer, "readers": list(c.readers),
+                     "bytes_moved": c.bytes_moved}
                     for c in device.conversions]
                 data["memory"] = device.memory.to_json()
                 data["tasks"] = [_task_json(p) for p in device.tasks]
@@ -149,7 +150,7 @@ def _task_json(plan: Any) -> dict[str, Any]:
         "stream_id": plan.stream_id, "start_ns": plan.start_ns,
         "duration_ns": plan.duration_ns, "flops": plan.cost.flops,
         "bytes_moved": plan.cost.bytes_moved, "l2_bytes": plan.cost.l2_bytes,
-        "conversion_us": plan.cost.conversion_us, "block_dim": plan.cost.block_dim,
+        "block_dim": plan.cost.block_dim,
     }
 
 
@@ -174,8 +175,11 @@ def _print_device(device: Any, notes: Any) -> None:
               "channels when on)")
     if device.conversions:
         moved = sum(c.bytes_moved for c in device.conversions)
-        print(f"format conversions: {len(device.conversions)} TransData ({_mib(moved)} moved), "
-              "each charged to the task that reads the converted tensor")
+        names = {c.name for c in device.conversions}
+        us = sum(p.duration_ns for p in device.tasks if p.name in names) / 1000.0
+        print(f"format conversions: {len(device.conversions)} TransData tasks "
+              f"({_mib(moved)} moved, {us:.1f} us), each before the first task reading the "
+              "converted tensor")
     m = device.memory
     print(f"memory: weights {_mib(m.weights_bytes)}, activation peak "
           f"{_mib(m.activation_peak_bytes)}, workspace {_mib(m.workspace_bytes)}, total "

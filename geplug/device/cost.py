@@ -118,17 +118,13 @@ class TaskCost:
     """``memory_us`` were every byte moved to and from memory (no L2 reuse): what the task
     costs when its tensors must outlive the step's liveness (a training forward saves its
     activations for the backward)."""
-    conversion_us: float = 0.0
-    """Time of the format conversions (TransData) charged to this task, included in
-    ``duration_us`` (:mod:`geplug.device.formats`)."""
 
     @property
     def duration_no_l2_us(self) -> float:
         """``duration_us`` without L2 reuse (see ``memory_no_l2_us``)."""
         if not self.l2_bytes:
             return self.duration_us
-        return (self.overhead_us + max(self.compute_us, self.memory_no_l2_us)
-                + self.conversion_us)
+        return self.overhead_us + max(self.compute_us, self.memory_no_l2_us)
 
 
 def _dims(graph: Graph, name: str) -> tuple[int, ...]:

@@ -23,14 +23,18 @@ none gets no conversions. The rules:
 - a **view** (Reshape, Flatten, ...: no task) that changes a 4-D tensor's rank or channel
   count cannot relabel a 5HD tensor: its reader sees the tensor in ND (converted first);
 - **weights and constants** are converted when the model is built (no task); **graph
-  inputs** are taken in the format their first reader needs (AIPP and the input's
-  conversion are not modelled: it is held so from then on; an agnostic first reader takes it
-  plain), graph outputs as written.
+  inputs** are taken in the format their first reader needs (an agnostic first reader takes
+  it plain) and held so: no TransData of the input. The published rows geplug is validated
+  on mostly feed through AIPP, which converts on the way in (AIPP is no option yet: the
+  measurement without it is in docs/device-model.md, "Format conversions"); a backend
+  whose graph declares no inputs (geplug-torch: torch_npu has no AIPP) gets its inputs
+  plain and converted; graph outputs as written.
 
-One conversion per tensor and target format (GE merges identical TransData); its cost is
-a memory pass reading the source and writing the target, the 5HD side padded to whole C0
-blocks. It is charged to the first task that reads the converted tensor
-(:func:`format_conversions`).
+One conversion per tensor and target format (GE merges identical TransData): a task of its
+own (``trans_TransData_<n>``, as GE names the nodes it inserts) that reads the source and
+writes the target, the 5HD side padded to whole C0 blocks, run before the first node that
+reads the converted tensor; every later reader in that format reads its output
+(:func:`format_conversions`; the tasks: :func:`geplug.device.model.build_device_model`).
 """
 
 from __future__ import annotations
@@ -43,22 +47,45 @@ from geplug.device.cost import _dims
 from geplug.device.ir import DTYPE_BYTES, Graph, Node, numel
 from geplug.products.schema import GraphCaps
 
-__all__ = ["FIVE_HD", "ND", "Conversion", "format_conversions"]
+__all__ = ["FIVE_HD", "ND", "TRANSDATA", "Conversion", "five_hd_shape", "format_conversions"]
 
 FIVE_HD = "NC1HWC0"
 ND = "ND"
+TRANSDATA = "TransData"
+"""The op type of a format conversion task."""
 
 
 @attrs.frozen
 class Conversion:
     """One TransData: ``tensor`` rewritten from ``source`` to ``target`` format before
-    ``consumer`` (a node) reads it; ``bytes_moved``: read plus write."""
+    ``consumer`` (a node, the first reader) reads it; ``bytes_moved``: read plus write."""
 
     tensor: str
     source: str
     target: str
     consumer: str
     bytes_moved: int
+    readers: tuple[str, ...] = ()
+    """Every node that reads the converted tensor (``consumer`` first)."""
+    name: str = ""
+    """Its task's name (``trans_TransData_<n>``; set by the device model)."""
+    shape: tuple[int, ...] = ()
+    """The tensor's (logical) shape."""
+    dtype: str = ""
+    """The dtype the tensor is held in."""
+
+    @property
+    def output(self) -> str:
+        """The converted tensor (the task's output): ``<name>:0``."""
+        return f"{self.name}:0"
+
+    def shape_in(self, fmt: str) -> tuple[int, ...]:
+        """The tensor's shape as held in ``fmt``: 5HD ``(N, C1, H, W, C0)``, else logical."""
+        return five_hd_shape(self.shape, self.dtype) if fmt == FIVE_HD else self.shape
+
+    def bytes_in(self, fmt: str) -> int:
+        """The tensor's bytes as held in ``fmt`` (5HD padded to whole C0 blocks)."""
+        return numel(self.shape_in(fmt)) * DTYPE_BYTES.get(self.dtype, 2)
 
 
 def _c0(dtype: str) -> int:
@@ -68,17 +95,22 @@ def _c0(dtype: str) -> int:
     return 32 if DTYPE_BYTES.get(dtype, 2) == 1 else 16
 
 
-def _cost(graph: Graph, name: str, dtype: str) -> int:
-    """Bytes one conversion of tensor ``name`` moves: its ND size plus its 5HD size (the
-    channels padded to whole C0 blocks)."""
-    shape = _dims(graph, name)
-    size = DTYPE_BYTES.get(dtype, 2)
-    plain = numel(shape) * size
+def five_hd_shape(shape: tuple[int, ...], dtype: str) -> tuple[int, ...]:
+    """A 4-D NCHW ``shape`` as NC1HWC0 ``(N, ceil(C / C0), H, W, C0)`` (as the real stack
+    reports it: ``1,3,224,224`` -> ``1,1,224,224,16``); another rank unchanged."""
     if len(shape) != 4:
-        return 2 * plain
+        return shape
     c0 = _c0(dtype)
-    padded = shape[0] * -(-shape[1] // c0) * c0 * shape[2] * shape[3] * size
-    return plain + padded
+    n, c, h, w = shape
+    return (n, -(-c // c0), h, w, c0)
+
+
+def _conversion(graph: Graph, name: str, source: str, target: str, consumer: str,
+                dtype: str) -> Conversion:
+    """The conversion of tensor ``name``: it moves its ND size plus its 5HD size."""
+    conv = Conversion(name, source, target, consumer, 0, (consumer,), "",
+                      _dims(graph, name), dtype)
+    return attrs.evolve(conv, bytes_moved=conv.bytes_in(source) + conv.bytes_in(target))
 
 
 def _axis(node: Node, rank: int) -> int:
@@ -127,15 +159,20 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
     if not (caps.five_hd_op_types or caps.nd_op_types or caps.channel_aligned_op_types):
         return []
     held: dict[str, str] = {}  # tensor (a root) -> the format it was written in
-    done: set[tuple[str, str]] = set()
+    done: dict[tuple[str, str], int] = {}  # (tensor, target) -> its conversion in ``out``
+    readers: list[list[str]] = []  # per conversion, the nodes reading its output
     out: list[Conversion] = []
     inputs = set(graph.inputs)
 
     def convert(base: str, source: str, target: str, consumer: str) -> None:
-        if (base, target) not in done:
-            done.add((base, target))
-            out.append(Conversion(base, source, target, consumer,
-                                  _cost(graph, base, dtypes.get(base) or _dtype(graph, base))))
+        k = done.get((base, target))
+        if k is None:
+            done[(base, target)] = len(out)
+            readers.append([consumer])
+            out.append(_conversion(graph, base, source, target, consumer,
+                                   dtypes.get(base) or _dtype(graph, base)))
+        elif readers[k][-1] != consumer:
+            readers[k].append(consumer)
 
     for node in order:
         target = _wants(node, graph, caps, dtypes)
@@ -147,8 +184,8 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                 continue
             have = held.get(base)
             if have is None:
-                # a graph input arrives as its first reader needs it (plain for an agnostic
-                # one) and is held so; anything else unwritten is plain
+                # a graph input is taken as its first reader needs it (plain for an agnostic
+                # one: the module docstring) and is held so; anything else unwritten is plain
                 have = held[base] = (target or ND) if base in inputs else ND
             if have == FIVE_HD and base != name:
                 shape, base_shape = _dims(graph, name), _dims(graph, base)
@@ -169,7 +206,8 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
             for t in node.outputs:
                 if t:
                     held[t] = ND
-    return out
+    return [attrs.evolve(c, readers=tuple(r)) if len(r) > 1 else c
+            for c, r in zip(out, readers, strict=True)]
 
 
 def _dtype(graph: Graph, name: str) -> str:

@@ -32,10 +32,9 @@ from geplug.device.cost import (
     node_work,
     node_works,
     task_cost,
-    task_overhead_us,
     with_ai_cores,
 )
-from geplug.device.formats import Conversion, format_conversions
+from geplug.device.formats import TRANSDATA, Conversion, format_conversions
 from geplug.device.ir import Graph, dtype_bytes, numel
 from geplug.device.memory import MemoryPlan, check_fits, plan_memory
 from geplug.device.passes import OptimizedGraph, Task, fuse
@@ -44,7 +43,8 @@ from geplug.errors import CompileError
 from geplug.products.schema import Product
 from geplug.vocab import BUFFER_OPTIMIZE_DEFAULT, BUFFER_OPTIMIZE_MODES
 
-__all__ = ["DeviceModel", "TaskPlan", "build_device_model", "copy_us"]
+__all__ = ["DeviceModel", "TaskPlan", "build_device_model", "conversion_cost",
+           "conversion_decision", "conversion_task", "copy_us"]
 
 _FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
 
@@ -92,8 +92,8 @@ class DeviceModel:
     """Whether convolutions of at most 4 input channels were laid out in C04 (the
     ``enable_small_channel`` option as resolved; :func:`geplug.device.cost.cube_shape`)."""
     conversions: tuple[Conversion, ...] = ()
-    """The format conversions (TransData) GE inserts, each charged to the task of its
-    consumer (:mod:`geplug.device.formats`)."""
+    """The format conversions (TransData) GE inserts, each a task of its own in ``tasks``
+    (named as :attr:`Conversion.name`; :mod:`geplug.device.formats`)."""
 
     @property
     def makespan_us(self) -> float:
@@ -109,6 +109,13 @@ class DeviceModel:
         start = min(t.start_ns for t in self.tasks)
         end = max(t.start_ns + t.duration_ns for t in self.tasks)
         return (end - start) / 1000.0
+
+    def conversion(self, name: str) -> Conversion | None:
+        """The format conversion run by task ``name`` (``None`` for any other task)."""
+        for conv in self.conversions:
+            if conv.name == name:
+                return conv
+        return None
 
     @property
     def flops(self) -> float:
@@ -223,20 +230,18 @@ def build_device_model(
     moved_by_task = [_task_bytes(task, nodes, nbytes, gathers) for task in tasks]
     l2_served = (_l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
                  if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
-    # format conversions (TransData): each a memory pass of its own, run before the task
-    # of the node that reads the converted tensor and charged to it
-    conversions = format_conversions(graph, [nodes[n] for n in opt.device_nodes],
-                                     product.graph, root=opt.alias, known=opt.known,
-                                     dtypes=held)
-    converted: dict[int, list[int]] = {}  # task index -> [conversions, bytes]
-    if conversions:
-        task_index = {m: i for i, task in enumerate(tasks) for m in task.members}
-        for conv in conversions:
-            i = task_index.get(conv.consumer)
-            if i is not None:
-                entry = converted.setdefault(i, [0, 0])
-                entry[0] += 1
-                entry[1] += conv.bytes_moved
+    # format conversions (TransData): tasks of their own, each run before the task of the
+    # first node reading the converted tensor; its readers read the converted tensor
+    conversions = _named(format_conversions(
+        graph, [nodes[n] for n in opt.device_nodes], product.graph, root=opt.alias,
+        known=opt.known, dtypes=held), nodes)
+    before: dict[str, list[Conversion]] = {}  # first reader -> its conversions
+    reads_converted: dict[str, dict[str, str]] = {}  # node -> {tensor: converted tensor}
+    for conv in conversions:
+        before.setdefault(conv.consumer, []).append(conv)
+        for r in conv.readers:
+            reads_converted.setdefault(r, {})[conv.tensor] = conv.output
+    task_reads: dict[int, tuple[str, ...]] = {}  # plan index -> its reads, when converted
     # a task's cost is a pure function of its members' op types, works, dtypes and op
     # classes, its engine and bytes: computed once per distinct key in this build (real
     # and synthetic graphs repeat their layers)
@@ -265,9 +270,6 @@ def build_device_model(
                              l2_bytes=l2_served[index], small_channel=small_channel)
             if key is not None:
                 costs[key] = cost
-        if index in converted:
-            count, extra = converted[index]
-            cost = _with_conversions(cost, count, extra, product, issue_mode)
         for w, n in zip(works, members, strict=True):
             if w.unresolved:
                 for t in (*n.inputs, *n.outputs):
@@ -275,6 +277,15 @@ def build_device_model(
                     if t and (tt is None or not tt.resolved):
                         unresolved.add(t)
         node_task.update(dict.fromkeys(task.members, task.name))
+        if conversions:
+            subs: dict[str, str] = {}
+            for m in task.members:
+                for conv in before.get(m, ()):
+                    plans.append((conversion_task(conv), conversion_cost(
+                        conv, product, issue_mode), "AI_CORE", conv.dtype, ()))
+                subs.update(reads_converted.get(m) or {})
+            if subs:
+                task_reads[len(plans)] = tuple(subs.get(t, t) for t in task.inputs)
         plans.append((task, cost, engine, dtypes[0], works))
     # the schedule over arrays: H2D copies, tasks, D2H copies (items in that order)
     feeds = [t for t in graph.inputs if graph.tensor(t) is not None]
@@ -301,7 +312,7 @@ def build_device_model(
             dep_on.append(j)
 
     for k, (task, *_) in enumerate(plans):
-        for t in task.inputs:
+        for t in task_reads.get(k, task.inputs):
             depend(n_feeds + k, t)
     outs = list(graph.outputs)
     for k, t in enumerate(outs):
@@ -333,14 +344,14 @@ def build_device_model(
     # memory: tasks in start order (stream id breaking ties)
     ordered = np.lexsort((streams[n_feeds:n_feeds + n_tasks],
                           start[n_feeds:n_feeds + n_tasks])).tolist()
-    sizes: dict[str, int] = {}
+    sizes: dict[str, int] = {c.output: c.bytes_in(c.target) for c in conversions}
     resident: dict[str, int] = {}
     order: list[tuple[str, list[str], list[str]]] = []
     known = opt.known
     for k in ordered:
         task = plans[k][0]
         reads = []
-        for t in task.inputs:
+        for t in task_reads.get(k, task.inputs):
             if t in known:
                 resident[t] = nbytes(t)
             else:
@@ -365,16 +376,46 @@ def build_device_model(
                        small_channel=small_channel, conversions=tuple(conversions))
 
 
-def _with_conversions(cost: TaskCost, count: int, nbytes: int, product: Product,
-                      issue_mode: str) -> TaskCost:
-    """``cost`` with ``count`` TransData before it moving ``nbytes``: each a task of its own
-    (one task overhead), its bytes through memory at the vector share of the bandwidth (a
-    fresh tensor: no L2 reuse), run one after another with the task."""
-    c = product.compute
-    us = count * task_overhead_us(c, issue_mode) + nbytes / (c.memory_bandwidth_gbps * 1e9
-                                      * c.vector_bandwidth_fraction) * 1e6
-    return attrs.evolve(cost, duration_us=cost.duration_us + us,
-                        bytes_moved=cost.bytes_moved + nbytes, conversion_us=us)
+def _named(conversions: list[Conversion], nodes: Mapping[str, Any]) -> list[Conversion]:
+    """``conversions`` with their task names: ``trans_TransData_<n>`` in execution order, as
+    GE names the TransData nodes it inserts (a number a graph node's name already takes is
+    skipped)."""
+    out: list[Conversion] = []
+    k = 0
+    for conv in conversions:
+        while f"trans_{TRANSDATA}_{k}" in nodes:
+            k += 1
+        out.append(attrs.evolve(conv, name=f"trans_{TRANSDATA}_{k}"))
+        k += 1
+    return out
+
+
+def conversion_task(conv: Conversion) -> Task:
+    """The task of one format conversion: it runs no graph node (``Task.inserted``), reads
+    the tensor and writes :attr:`Conversion.output`."""
+    return Task(name=conv.name, op_type=TRANSDATA, members=(), inputs=(conv.tensor,),
+                outputs=(conv.output,))
+
+
+def conversion_decision(conv: Conversion) -> Any:
+    """The :class:`~geplug.precision.OpDecision` of a conversion's task (kernel_meta files,
+    dump and profiling records): an AI Core vector op in the tensor's held dtype, chosen by
+    GE's format pass, not by the precision mode."""
+    from geplug.precision.select import OpDecision
+
+    return OpDecision(
+        node=conv.name, onnx_op="", op_type=TRANSDATA, engine="AI_CORE", dtype=conv.dtype,
+        impl_mode="", original_dtype=conv.dtype, output_dtype=conv.dtype, op_class="vector",
+        reason=f"format conversion {conv.source} -> {conv.target} of {conv.tensor!r} that GE "
+               f"inserts before {conv.consumer!r} (docs/device-model.md, Format conversions)")
+
+
+def conversion_cost(conv: Conversion, product: Product, issue_mode: str) -> TaskCost:
+    """One TransData: a vector task moving its bytes (read the source, write the target) at
+    the vector share of the memory bandwidth, no L2 reuse (a layout rewrite of a fresh
+    tensor), plus the task overhead of ``issue_mode``."""
+    return task_cost([], [], [], engine="AI_CORE", bytes_moved=float(conv.bytes_moved),
+                     product=product, issue_mode=issue_mode)
 
 
 def _member_lists(names: Sequence[str], nodes: Mapping[str, Any],

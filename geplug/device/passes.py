@@ -48,6 +48,12 @@ class Task:
         """More than one original node."""
         return len(self.members) > 1
 
+    @property
+    def inserted(self) -> bool:
+        """A task GE inserts that runs no graph node (a format conversion, TransData:
+        :func:`geplug.device.model.conversion_task`)."""
+        return not self.members
+
 
 @attrs.frozen(kw_only=True)
 class Fusion:

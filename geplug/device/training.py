@@ -31,6 +31,8 @@ stack runs more work, derived here per forward task from the same cost functions
   split K over the idle cores (CANN's matmul tiling does), parts of at least 1024.
 - **Dropout**, a view at inference, is a mask multiply in training (``DropOutDoMask``):
   read x and a bit mask, write y, forward and backward.
+- **format conversions** (TransData, :mod:`geplug.device.formats`): the gradient flows back
+  through the same layout change the other way, one TransData of the same bytes.
 - **optimizer**: one apply task per weight tensor at vector bandwidth, bytes per parameter
   from :data:`OPTIMIZER_BYTES` (float32 master weights and states) plus, under mixed
   precision, the casts of the gradient to float32 and of the weight back to the compute
@@ -199,6 +201,9 @@ def _batch(model: DeviceModel, plan: TaskPlan) -> int:
 
 def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: float
               ) -> list[TrainingTask]:
+    if plan.task.inserted:  # a TransData: the gradient converted back, same bytes
+        return [_vector_task(f"{plan.name}_grad", plan.task.op_type, "backward",
+                             plan.cost.bytes_moved, 0.0, product, overhead)]
     graph = model.graph.graph
     nodes = {n.name: n for n in graph.nodes}
     members = [nodes[m] for m in plan.task.members]

@@ -56,13 +56,27 @@ def test_an_nd_only_op_between_convolutions_gets_a_transdata_on_each_side() -> N
     # each moves the plain tensor and its 5HD form, 58 channels padded to 64
     plain, padded = 8 * 58 * 28 * 28 * 2, 8 * 64 * 28 * 28 * 2
     assert all(c.bytes_moved == plain + padded for c in m.conversions)
-    # the conversions are time on the task that reads the converted tensor
+    # each is a task of its own, named as GE names the nodes it inserts, run right before
+    # the task that reads the converted tensor: a memory pass plus one task overhead
     c = require_product("atlas_infer").compute
     each = c.task_overhead_us["graph"] + (plain + padded) / (
         c.memory_bandwidth_gbps * 1e9 * c.vector_bandwidth_fraction) * 1e6
-    tr = next(p for p in m.tasks if p.task.members == ("tr",))
-    assert tr.cost.conversion_us == pytest.approx(each)
-    assert tr.duration_ns / 1000 >= each
+    order = [(p.name, p.task.op_type) for p in m.tasks]
+    assert order == [("c1", "Conv2D"), ("trans_TransData_0", "TransData"),
+                     ("tr", "Transpose"), ("trans_TransData_1", "TransData"),
+                     ("c2", "Conv2D")]
+    trans = [p for p in m.tasks if p.task.inserted]
+    assert [p.name for p in trans] == [c.name for c in m.conversions]
+    for p in trans:
+        assert p.task.members == () and p.cost.flops == 0
+        assert p.duration_ns / 1000 == pytest.approx(each, abs=1e-3)
+        assert p.cost.bytes_moved == plain + padded
+    # the reader waits for its conversion on the compute stream
+    by = {p.name: p for p in m.tasks}
+    assert by["tr"].start_ns >= by["trans_TransData_0"].start_ns + by[
+        "trans_TransData_0"].duration_ns
+    assert by["trans_TransData_0"].task.inputs == ("a",)
+    assert by["trans_TransData_0"].task.outputs == ("trans_TransData_0:0",)
 
 
 def test_a_product_that_declares_no_formats_converts_nothing() -> None:
@@ -145,8 +159,9 @@ def test_shufflenet_v2_pays_for_its_unaligned_channel_shuffles() -> None:
     # converts at least its convolution branch out of 5HD and its split half back
     assert len(m.conversions) >= 2 * 16
     # the compute stream runs them one after another: the step is longer by their time
-    extra = sum(p.cost.conversion_us for p in m.tasks)
+    extra = sum(p.duration_ns for p in m.tasks if p.task.inserted) / 1000
     assert extra > 0 and m.compute_span_us - plain.compute_span_us == pytest.approx(extra, rel=1e-3)
+    assert len([p for p in m.tasks if p.task.inserted]) == len(m.conversions)
 
 
 def test_a_graph_input_is_held_as_its_first_reader_needs_it() -> None:
@@ -157,7 +172,8 @@ def test_a_graph_input_is_held_as_its_first_reader_needs_it() -> None:
     tensors = [_t("x", (8, 32, 14, 14), "input"), _t("w", (32, 32, 1, 1), "weight"),
                _t("y1", (8, 32, 14, 14)), _t("y2", (8, 32, 14, 14))]
     m = _model(nodes, tensors, ("x",), ("y1", "y2"))
-    assert [(c.tensor, c.source, c.target) for c in m.conversions] == [("x", FIVE_HD, ND)]
+    assert [(c.tensor, c.source, c.target, c.readers) for c in m.conversions] == [
+        ("x", FIVE_HD, ND, ("tr",))]
 
 
 def test_a_broadcast_operand_does_not_decide_an_elementwise_ops_format() -> None:
@@ -210,3 +226,51 @@ def test_a_card_naming_an_op_in_two_format_lists_is_refused(tmp_path, capsys) ->
     text = out.out + out.err
     assert "graph.nd_op_types" in text and "'Transpose'" in text
     assert "graph.five_hd_op_types" in text
+
+
+def test_one_conversion_serves_every_reader_in_its_format() -> None:
+    # a 5HD tensor read by two ND-only ops: one TransData, both read its output
+    nodes = [_conv("c", "x", "w", "a"),
+             Node(name="t1", op_type="Transpose", inputs=("a",), outputs=("y1",),
+                  attrs={"perm": [0, 1, 3, 2]}),
+             Node(name="t2", op_type="Transpose", inputs=("a",), outputs=("y2",),
+                  attrs={"perm": [0, 2, 1, 3]})]
+    tensors = [_t("x", (2, 16, 8, 8), "input"), _t("w", (32, 16, 1, 1), "weight"),
+               _t("a", (2, 32, 8, 8)), _t("y1", (2, 32, 8, 8)), _t("y2", (2, 8, 32, 8))]
+    m = _model(nodes, tensors, ("x",), ("y1", "y2"))
+    (conv,) = m.conversions
+    assert conv.readers == ("t1", "t2") and conv.consumer == "t1"
+    by = {p.name: p for p in m.tasks}
+    end = by[conv.name].start_ns + by[conv.name].duration_ns
+    assert by["t1"].start_ns >= end and by["t2"].start_ns >= end
+
+
+def test_a_converted_tensor_is_live_in_the_memory_plan() -> None:
+    # the TransData's output (the 5HD form, 58 channels padded to 64) is a tensor of its
+    # own: the activation peak holds it beside the tensor it was converted from
+    nodes, tensors = _shuffle_like(58)
+    product = require_product("atlas_infer")
+    bare = attrs.evolve(product, graph=attrs.evolve(
+        product.graph, five_hd_op_types=(), nd_op_types=(), channel_aligned_op_types=()))
+    plain = _model(nodes, tensors, ("x",), ("y",), product=bare)
+    converted = _model(nodes, tensors, ("x",), ("y",))
+    assert converted.memory.activation_peak_bytes > plain.memory.activation_peak_bytes
+
+
+def test_the_5hd_shape_is_what_the_real_stack_reports() -> None:
+    from geplug.device.formats import five_hd_shape
+
+    # ge_task_data of a real TransData: NCHW 1,3,224,224 -> NC1HWC0 1,1,224,224,16
+    assert five_hd_shape((1, 3, 224, 224), F16) == (1, 1, 224, 224, 16)
+    assert five_hd_shape((8, 58, 28, 28), F16) == (8, 4, 28, 28, 16)
+    assert five_hd_shape((8, 58, 28, 28), "int8") == (8, 2, 28, 28, 32)
+    assert five_hd_shape((8, 58), F16) == (8, 58)
+
+
+def test_a_graph_node_named_like_a_transdata_keeps_its_name() -> None:
+    nodes, tensors = _shuffle_like(58)
+    nodes[1] = attrs.evolve(nodes[1], name="trans_TransData_0")
+    m = _model(nodes, tensors, ("x",), ("y",))
+    names = [p.name for p in m.tasks]
+    assert len(set(names)) == len(names)
+    assert [c.name for c in m.conversions] == ["trans_TransData_1", "trans_TransData_2"]

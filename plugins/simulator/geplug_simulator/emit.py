@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from geplug.device import copy_us
+from geplug.device.formats import FIVE_HD
 from geplug.errors import AICoreError, GeplugWarning
 from geplug.events import (
     ApiCall,
@@ -181,9 +182,25 @@ def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
     return tuple(int(d or 1) for d in ((t.shape or ()) if t else ()))
 
 
+def layout_name(fmt: str, rank: int) -> str:
+    """How profiles name the format ``fmt`` (:mod:`geplug.device.formats`) of a tensor of
+    ``rank`` dimensions: ``NC1HWC0``; a plain 4-D tensor ``NCHW`` (its origin format, as
+    the real ``ge_task_data`` shows a TransData's plain side), else ``ND``."""
+    if fmt == FIVE_HD:
+        return fmt
+    return "NCHW" if rank == 4 else "ND"
+
+
 def task_refs(task: Any, rw: Any) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
     """The device tensors a task reads and writes: an unfused node's own; a fused task's
-    inputs from outside it and the outputs it hands on (the fused kernel's arguments)."""
+    inputs from outside it and the outputs it hands on (the fused kernel's arguments); a
+    TransData's (``Task.inserted``) the tensor it converts and the converted tensor (the
+    same values under the task's output name: dumps hold the logical array, docs/dump.md)."""
+    if task.inserted:
+        ref = rw.ref_of(task.inputs[0])
+        if ref is None:
+            return (), ()
+        return (ref,), (attrs.evolve(ref, source=task.outputs[0]),)
     if len(task.members) == 1:
         m = task.members[0]
         return tuple(rw.op_inputs.get(m, ())), tuple(rw.op_outputs.get(m, ()))
@@ -352,19 +369,28 @@ class StepEmitter:
         plans: list[OpPlan] = []
         device_tasks = {p.name: p for p in c.device.tasks}
         for op in c.ops:
-            refs_in, refs_out = task_refs(device_tasks[op.name].task, rw)
+            device_task = device_tasks[op.name].task
+            conv = c.device.conversion(op.name) if device_task.inserted else None
+            refs_in, refs_out = task_refs(device_task, rw)
             cost = c.costs[op.name]
             task: tuple[tuple[str, Any], ...] = ()
             if with_tasks:
                 in_shapes = [_shape(types, r.source) for r in refs_in]
                 out_shapes = [_shape(types, r.source) for r in refs_out]
+                in_formats = [format_of(op.op_type, len(s)) for s in in_shapes]
+                out_formats = [format_of(op.op_type, len(s)) for s in out_shapes]
+                if conv is not None:  # a TransData: each side in its own layout
+                    in_shapes = [conv.shape_in(conv.source)]
+                    out_shapes = [conv.shape_in(conv.target)]
+                    in_formats = [layout_name(conv.source, len(conv.shape))]
+                    out_formats = [layout_name(conv.target, len(conv.shape))]
                 task = task_fields(TaskEvent(
                     run=placeholder, op=op, start_us=0.0, duration_us=cost.duration_us,
                     wait_us=0.0, flops=cost.flops, bytes_moved=cost.bytes_moved,
                     input_shapes=in_shapes, input_dtypes=[r.dtype for r in refs_in],
-                    input_formats=[format_of(op.op_type, len(s)) for s in in_shapes],
+                    input_formats=in_formats,
                     output_shapes=out_shapes, output_dtypes=[r.dtype for r in refs_out],
-                    output_formats=[format_of(op.op_type, len(s)) for s in out_shapes],
+                    output_formats=out_formats,
                     cube_fraction=cost.cube_fraction,
                 ))
             plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task, placeholder))

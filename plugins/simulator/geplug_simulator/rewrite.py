@@ -62,6 +62,16 @@ class RewrittenModel:
     casts_added: int = 0
     impl_rewritten: tuple[str, ...] = ()
 
+    def ref_of(self, source: str) -> TensorRef | None:
+        """Where tensor ``source`` (a source-graph name) lives as the device holds it: its
+        producer's output, else an op's input (a graph input); ``None`` when no op has it."""
+        for table in (self.op_outputs, self.op_inputs):
+            for refs in table.values():
+                for ref in refs:
+                    if ref.source == source:
+                        return ref
+        return None
+
     def constant(self, name: str) -> np.ndarray | None:
         """The value of initializer ``name`` (``None`` when it is not an initializer)."""
         if name not in self.constants:

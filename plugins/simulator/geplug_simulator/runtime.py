@@ -32,6 +32,7 @@ from geplug.config.problems import Problem
 from geplug.config.resolved import Source
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
 from geplug.device.cost import small_channel_in_force
+from geplug.device.model import conversion_decision
 from geplug.errors import BackendError, CompileError, ConfigError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
@@ -536,14 +537,28 @@ class SimRuntime:
         costs: dict[str, OpCost] = {}
         specs: list[KernelSpec] = []
         records: list[OpRecord] = []
+        conversions = {c.name: c for c in device.conversions}
         for plan in device.tasks:
             task = plan.task
-            anchor = by_node[task.members[0]]
-            d = anchor if not task.fused else attrs.evolve(
-                anchor, node=task.name, op_type=task.op_type)
             c = plan.cost
             costs[task.name] = OpCost(c.flops, c.bytes_moved, plan.duration_ns / 1000.0,
                                       c.block_dim, c.cube_fraction, c.task_type)
+            conv = conversions.get(task.name) if task.inserted else None
+            if conv is not None:  # a TransData GE inserts: its tensor in, converted out
+                d = conversion_decision(conv)
+                specs.append(KernelSpec(
+                    decision=d, input_shapes=(conv.shape_in(conv.source),),
+                    input_dtypes=(conv.dtype,), output_shapes=(conv.shape_in(conv.target),),
+                    output_dtypes=(conv.dtype,), block_dim=c.block_dim))
+                records.append(OpRecord(
+                    name=task.name, op_type=task.op_type, engine="AI_CORE", dtype=conv.dtype,
+                    task_id=(task_ids or {}).get(task.name) or self.system.next_task_id(),
+                    stream_id=plan.stream_id, block_dim=c.block_dim, task_type=c.task_type,
+                    data_inputs=(conv.tensor,) if conv.tensor in graph_inputs else ()))
+                continue
+            anchor = by_node[task.members[0]]
+            d = anchor if not task.fused else attrs.evolve(
+                anchor, node=task.name, op_type=task.op_type)
             ins = [t for t in task.inputs]
             outs = [t for t in task.outputs]
             specs.append(KernelSpec(

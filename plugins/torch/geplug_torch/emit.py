@@ -4,8 +4,10 @@ Nothing is built when no writer asks: an ordinary step runs the rewritten GraphM
 generated code. On a step the dump writers want (``geplug.dump.policy.wants_tensors``: a
 ``dump_step`` step, or every step with ``enable_dump_debug``) the graph runs through an fx
 interpreter that keeps each op's inputs and outputs, and one ``DumpEvent`` per op carries
-them in the device dtype. While profiling, each op becomes a ``TaskEvent`` on the runtime's
-shared device clock (the static fields are built once per graph); the graph itself is
+them in the device dtype (a TransData's input and output are the tensor it converts: a dump
+holds the logical array, whatever the format). While profiling, each op becomes a
+``TaskEvent`` on the runtime's shared device clock (the static fields are built once per
+graph; a TransData's shows each side in its own layout); the graph itself is
 launched by one ``AscendCL@aclmdlExecute`` API call on the CANN track (graph mode: GE runs
 the whole graph from one host call), modelled as one task launch overhead long. The input
 batch's copies to the device come before it and the read-back of its results after it
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from geplug_simulator.emit import _overflows as overflows_of
-from geplug_simulator.emit import format_of, stamp, task_fields
+from geplug_simulator.emit import format_of, layout_name, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
 
 from geplug.device import copy_us
@@ -185,19 +187,15 @@ class GraphEmitter:
                 run=placeholder, op=op.record, start_us=0.0,
                 duration_us=op.duration_us * factor,
                 wait_us=0.0, flops=op.flops, bytes_moved=op.bytes_moved,
-                input_shapes=[m.shape for m in op.inputs],
                 input_dtypes=[_device_dtype(op, m) for m in op.inputs],
-                input_formats=[format_of(op.record.op_type, len(m.shape)) for m in op.inputs],
-                output_shapes=[m.shape for m in op.outputs],
                 output_dtypes=[_device_dtype(op, m, out=True) for m in op.outputs],
-                output_formats=[format_of(op.record.op_type, len(m.shape)) for m in op.outputs],
-                cube_fraction=op.cube_fraction,
+                cube_fraction=op.cube_fraction, **_layouts(op),
             )) for op in self.graph.ops]
         return self._tasks
 
     def _tensors(self, op: GraphOp, metas: tuple[TensorMeta, ...], values: Mapping[str, Any],
                  *, inputs: bool) -> list[TensorRecord]:
-        arrays = [_value(values, m.name) for m in metas]
+        arrays = [_value(values, _holder(op, m.name)) for m in metas]
         records: list[TensorRecord] = []
         placeholders = set(self.graph.placeholders)
         for meta, tensor in zip(metas, arrays, strict=False):
@@ -210,6 +208,33 @@ class GraphEmitter:
             name = meta.name if meta.name in placeholders else self._prefix + meta.name
             records.append(TensorRecord(name=name, array=array, dtype=dtype))
         return records
+
+
+def _layouts(op: GraphOp) -> dict[str, Any]:
+    """The shapes and formats of ``op``'s task event: its tensors' logical shapes in the
+    format its op type reports; a TransData's each side as the device holds it (5HD as
+    ``(N, C1, H, W, C0)`` in ``NC1HWC0``, the plain side ``NCHW`` when 4-D, else ``ND``), as
+    the real ``ge_task_data`` shows it (the simulator's rule: ``layout_name``)."""
+    conv = op.conversion
+    if conv is not None:
+        rank = len(conv.shape)
+        return {"input_shapes": [conv.shape_in(conv.source)],
+                "input_formats": [layout_name(conv.source, rank)],
+                "output_shapes": [conv.shape_in(conv.target)],
+                "output_formats": [layout_name(conv.target, rank)]}
+    kind = op.record.op_type
+    return {"input_shapes": [m.shape for m in op.inputs],
+            "input_formats": [format_of(kind, len(m.shape)) for m in op.inputs],
+            "output_shapes": [m.shape for m in op.outputs],
+            "output_formats": [format_of(kind, len(m.shape)) for m in op.outputs]}
+
+
+def _holder(op: GraphOp, name: str) -> str:
+    """The fx value holding tensor ``name`` of ``op``: itself, except a TransData's output,
+    which holds its input's values (a format conversion changes no value, and a dump holds
+    the logical array)."""
+    conv = op.conversion
+    return conv.tensor if conv is not None and name == conv.output else name
 
 
 def _value(values: Mapping[str, Any], name: str) -> Any:

@@ -9,9 +9,14 @@ per-task cost, the stream schedule, the memory plan against the SoC's HBM).
 
 Each device task becomes a :class:`GraphOp` with the :class:`~geplug.events.OpRecord` every
 dump and profiling event carries (a fused task is named as FE names a UB-fused op: its
-members' names concatenated). The fx graph is then rewritten so each op decided to run in a
-lower precision runs through :class:`~geplug_torch.lowering.Lowered`, and recompiled: a step
-runs as generated Python code, as fast as eager PyTorch for ops that keep their dtype.
+members' names concatenated). A format conversion the device model inserts (a TransData,
+``trans_TransData_<n>``: :mod:`geplug.device.formats`) runs no fx node; torch_npu launches
+such a format-cast kernel inside the aten op that needs it, so its :class:`GraphOp` belongs
+to the aten call of the task that first reads the converted tensor (one more kernel of that
+call's framework op in profiles, no framework op of its own). The fx graph is then
+rewritten so each op decided to run in a lower precision runs through
+:class:`~geplug_torch.lowering.Lowered`, and recompiled: a step runs as generated Python
+code, as fast as eager PyTorch for ops that keep their dtype.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import attrs
 
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
 from geplug.device.cost import small_channel_in_force
+from geplug.device.formats import Conversion
+from geplug.device.model import TaskPlan, conversion_decision
 from geplug.errors import CompileError
 from geplug.events import OpRecord
 from geplug.kernel_meta import KernelSpec, write_kernel_meta
@@ -40,14 +47,16 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 @attrs.frozen(kw_only=True)
 class GraphOp:
-    """One device task of a compiled graph (one aten op, or a fused chain of them)."""
+    """One device task of a compiled graph (one aten op, a fused chain of them, or a
+    TransData the device model inserted, run as a kernel of its reader's aten call)."""
 
     fx_name: str
-    """The fx node of its first member."""
+    """The fx node of its first member (a TransData: of the node it converts for)."""
     aten: str
-    """The aten op of its first member (``mm``, ``threshold_backward``, ...)."""
+    """The aten op of its first member (``mm``, ``threshold_backward``, ...); a TransData's
+    is its call's."""
     members: tuple[str, ...]
-    """The fx nodes it runs, in order (one unless fused)."""
+    """The fx nodes it runs, in order (one unless fused; none for a TransData)."""
     decision: OpDecision
     record: OpRecord
     start_us: float
@@ -66,6 +75,9 @@ class GraphOp:
     op per call."""
     call_inputs: tuple[TensorMeta, ...] = ()
     """The aten call's tensor arguments (the framework op's input shapes in profiles)."""
+    conversion: Conversion | None = None
+    """The format conversion a TransData task runs (``None`` for a task of graph nodes):
+    each side's shape and format in profiles and kernel_meta."""
 
 
 @attrs.frozen(kw_only=True)
@@ -145,6 +157,107 @@ def _lower(fx_node: Any, d: OpDecision) -> bool:
     return False
 
 
+def _node_op(plan: TaskPlan, task_id: int, by_node: dict[str, OpDecision],
+             opt: OptimizedGraph, fxg: FxGraph, name_prefix: str,
+             placeholders: frozenset[str]) -> GraphOp:
+    """The :class:`GraphOp` of a task that runs graph nodes (one aten op, or a fused chain):
+    its first member's decision (a fused task's renamed after the task) and aten call."""
+    task = plan.task
+    members = task.members
+    anchor = by_node[members[0]]
+    name = name_prefix + task.name
+    d = anchor if not task.fused else attrs.evolve(anchor, node=name, op_type=task.op_type)
+    ins, outs = _task_io(members, task.outputs, opt, fxg)
+    c = plan.cost
+    record = OpRecord(
+        name=name, op_type=task.op_type, onnx_op=anchor.onnx_op,
+        engine=anchor.engine,  # type: ignore[arg-type]
+        dtype=anchor.dtype or "float32", impl_mode=anchor.impl_mode,
+        task_id=task_id, stream_id=plan.stream_id, block_dim=c.block_dim,
+        task_type=c.task_type,
+        data_inputs=tuple(dict.fromkeys(m.name for m in ins if m.name in placeholders)),
+    )
+    call = fxg.fx_nodes[members[0]].name
+    split = fxg.call_inputs.get(call)
+    return GraphOp(
+        fx_name=members[0], aten=anchor.onnx_op.removeprefix("aten."), members=members,
+        decision=d, record=record, start_us=plan.start_ns / 1000.0,
+        duration_us=plan.duration_ns / 1000.0, flops=c.flops, bytes_moved=c.bytes_moved,
+        cube_fraction=c.cube_fraction, inputs=ins, outputs=outs, call=call,
+        call_inputs=ins if split is None else tuple(fxg.metas[t] for t in split
+                                                   if t in fxg.metas))
+
+
+def _conversion_op(plan: TaskPlan, task_id: int, conv: Conversion, host: GraphOp,
+                   fxg: FxGraph, name_prefix: str, placeholders: frozenset[str]) -> GraphOp:
+    """The :class:`GraphOp` of a TransData the device model inserted (``conv``): a kernel
+    of ``host``'s aten call - the call of the task that first reads the converted tensor,
+    which is where torch_npu casts the format - so it shares that call's framework op.
+
+    It reads the tensor and writes ``conv.output``, both with the tensor's logical shape in
+    the dtype the device holds it in (a dump holds the logical array; profiles and
+    kernel_meta show each side's layout from ``conversion``)."""
+    name = name_prefix + plan.task.name
+    meta = fxg.metas.get(conv.tensor)
+    shape = conv.shape or (meta.shape if meta is not None else ())
+    source = TensorMeta(conv.tensor, shape, conv.dtype)
+    c = plan.cost
+    record = OpRecord(
+        name=name, op_type=plan.task.op_type, engine="AI_CORE", dtype=conv.dtype,
+        task_id=task_id, stream_id=plan.stream_id, block_dim=c.block_dim,
+        task_type=c.task_type,
+        data_inputs=(conv.tensor,) if conv.tensor in placeholders else ())
+    return GraphOp(
+        fx_name=conv.consumer, aten=host.aten, members=(),
+        decision=attrs.evolve(conversion_decision(conv), node=name), record=record,
+        start_us=plan.start_ns / 1000.0, duration_us=plan.duration_ns / 1000.0,
+        flops=c.flops, bytes_moved=c.bytes_moved, cube_fraction=c.cube_fraction,
+        inputs=(source,), outputs=(TensorMeta(conv.output, shape, conv.dtype),),
+        call=host.call, call_inputs=host.call_inputs or host.inputs, conversion=conv)
+
+
+def _graph_ops(device: DeviceModel, by_node: dict[str, OpDecision], opt: OptimizedGraph,
+               fxg: FxGraph, system: System, name_prefix: str) -> list[GraphOp]:
+    """One :class:`GraphOp` per device task, in the device model's order (task ids in that
+    order). A TransData's op is built after the op of the task it runs for, whose call it
+    joins (:func:`_conversion_op`)."""
+    plans = device.tasks
+    placeholders = frozenset(fxg.placeholders)
+    ids = [system.next_task_id() for _ in plans]
+    built = {p.name: _node_op(p, i, by_node, opt, fxg, name_prefix, placeholders)
+             for p, i in zip(plans, ids, strict=True) if not p.task.inserted}
+    ops: list[GraphOp] = []
+    for plan, task_id in zip(plans, ids, strict=True):
+        if not plan.task.inserted:
+            ops.append(built[plan.name])
+            continue
+        conv = device.conversion(plan.name)
+        if conv is None:
+            raise CompileError(f"task {plan.name!r} ({plan.task.op_type}) runs no graph node "
+                               "and is no format conversion: the torch backend cannot run "
+                               "it", node=plan.name)
+        host = built[device.node_task.get(conv.consumer, conv.consumer)]
+        ops.append(_conversion_op(plan, task_id, conv, host, fxg, name_prefix, placeholders))
+    return ops
+
+
+def _kernel_spec(op: GraphOp) -> KernelSpec:
+    """The kernel_meta entry of ``op``: its tensors as the kernel takes them (a TransData's
+    each side in its own layout, a 5HD side as ``(N, C1, H, W, C0)``)."""
+    conv = op.conversion
+    if conv is not None:
+        return KernelSpec(decision=op.decision, input_shapes=(conv.shape_in(conv.source),),
+                          input_dtypes=(conv.dtype,),
+                          output_shapes=(conv.shape_in(conv.target),),
+                          output_dtypes=(conv.dtype,), block_dim=op.record.block_dim)
+    return KernelSpec(decision=op.decision,
+                      input_shapes=tuple(m.shape for m in op.inputs),
+                      input_dtypes=tuple(m.dtype for m in op.inputs),
+                      output_shapes=tuple(m.shape for m in op.outputs),
+                      output_dtypes=tuple(m.dtype for m in op.outputs),
+                      block_dim=op.record.block_dim)
+
+
 def compile_graph(
     gm: Any,
     *,
@@ -190,40 +303,8 @@ def compile_graph(
             lowered += _lower(fx_node, d)
     if lowered:
         gm.recompile()
-    placeholders = set(fxg.placeholders)
-    ops: list[GraphOp] = []
-    for plan in device.tasks:
-        task = plan.task
-        members = task.members
-        anchor = by_node[members[0]]
-        name = name_prefix + task.name
-        d = anchor if not task.fused else attrs.evolve(anchor, node=name,
-                                                       op_type=task.op_type)
-        ins, outs = _task_io(members, task.outputs, opt, fxg)
-        c = plan.cost
-        record = OpRecord(
-            name=name, op_type=task.op_type, onnx_op=anchor.onnx_op,
-            engine=anchor.engine,  # type: ignore[arg-type]
-            dtype=anchor.dtype or "float32", impl_mode=anchor.impl_mode,
-            task_id=system.next_task_id(), stream_id=plan.stream_id, block_dim=c.block_dim,
-            task_type=c.task_type,
-            data_inputs=tuple(dict.fromkeys(m.name for m in ins if m.name in placeholders)),
-        )
-        call = fxg.fx_nodes[members[0]].name
-        split = fxg.call_inputs.get(call)
-        ops.append(GraphOp(
-            fx_name=members[0], aten=anchor.onnx_op.removeprefix("aten."), members=members,
-            decision=d, record=record, start_us=plan.start_ns / 1000.0,
-            duration_us=plan.duration_ns / 1000.0, flops=c.flops, bytes_moved=c.bytes_moved,
-            cube_fraction=c.cube_fraction, inputs=ins, outputs=outs, call=call,
-            call_inputs=ins if split is None else tuple(fxg.metas[t] for t in split
-                                                       if t in fxg.metas)))
-    specs = [KernelSpec(decision=op.decision,
-                        input_shapes=tuple(m.shape for m in op.inputs),
-                        input_dtypes=tuple(m.dtype for m in op.inputs),
-                        output_shapes=tuple(m.shape for m in op.outputs),
-                        output_dtypes=tuple(m.dtype for m in op.outputs),
-                        block_dim=op.record.block_dim) for op in ops]
+    ops = _graph_ops(device, by_node, opt, fxg, system, name_prefix)
+    specs = [_kernel_spec(op) for op in ops]
     files = write_kernel_meta(product, system.config, specs, generator="geplug-torch")
     return CompiledGraph(module=gm, phase=phase, ops=tuple(ops),
                          placeholders=fxg.placeholders, lowered=lowered, device=device,

@@ -105,9 +105,11 @@ class TorchRuntime:
 
     def announce_all(self, system: System) -> None:
         """Emit every registered model's GraphEvent to ``system`` (a profiler's system opened
-        after the models were compiled: its writers need their ops and memory plans)."""
+        after the models were compiled: its writers need their ops and memory plans), the
+        static models' (:mod:`geplug_torch.static`) included."""
         with self._lock:
             models = list(self.models)
+            models += [s._holder for s in self.static_models if not s.closed]
         for model in models:
             if model.graphs:
                 self._announce(model, system)

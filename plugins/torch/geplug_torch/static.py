@@ -24,7 +24,7 @@ import numpy as np
 
 from geplug.backend import TensorSpec
 from geplug.errors import CompileError, RunError
-from geplug.events import GraphEvent, StepEvent
+from geplug.events import StepEvent
 from geplug.runtime.result import RunResult
 
 if TYPE_CHECKING:
@@ -138,11 +138,9 @@ class StaticModel:
         self._step = 0
         self._lock = threading.Lock()
         self.closed = False
-        if self.system.profiling_enabled:
-            self.system.emit_profile(GraphEvent(
-                run=runtime.run_info(self._holder, -1), ops=self._holder.records(),
-                memory_bytes=self._holder.memory_bytes,
-                memory_plans=self._holder.memory_plans))
+        # the graph's ops and memory plans: to this system when it profiles, and to every
+        # recording torch profiler's (a profiler opened later gets them from announce_all)
+        runtime.announce(self._holder)
 
     # -- the contract ----------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["GPT", "LargeWeightMLP", "batch", "train"]
+__all__ = ["GPT", "LargeWeightMLP", "Shuffle", "batch", "train"]
 
 
 class _Attention(nn.Module):
@@ -102,3 +102,18 @@ def train(model: Any, steps: int, *, lr: float = 1e-3, prof: Any = None) -> list
         if prof is not None:
             prof.step()
     return losses
+
+
+class Shuffle(nn.Module):
+    """A convolution to 58 channels (no whole C0 blocks), H and W swapped (a Transpose: ND
+    only), then a transposed convolution: on a product that declares formats, a TransData
+    on each side of the Transpose and one on the graph input. Its backward reads the output
+    gradient (a graph input) with a plain Conv2D, so the backward graph converts too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(16, 58, 3, padding=1)
+        self.up = nn.ConvTranspose2d(58, 16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.up(self.conv(x).transpose(2, 3))

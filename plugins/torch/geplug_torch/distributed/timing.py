@@ -107,9 +107,9 @@ class CommClock:
         if live:
             return live[0]
         if self._own is None or self._own.system.closed:
-            import geplug
+            from geplug_torch._open import open_system
 
-            system = geplug.initialize_system(self.job.product, None, backend="torch")
+            system = open_system(self.job.product, None)
             self._own = system.runtime
             atexit.register(_shutdown, system)
         return self._own

@@ -39,7 +39,9 @@ class HostOp:
 def host_ops(c: Collection) -> list[HostOp]:
     """Every framework op of ``c`` in start order (see the module docstring): one per aten
     call, at its first kernel, lasting to its last kernel's end (an aten call run as several
-    kernels, ``convolution_backward``'s gradients, is one framework op)."""
+    kernels, ``convolution_backward``'s gradients, is one framework op; so is a call with the
+    TransData torch_npu casts a format with inside it, which is then its first kernel: the
+    TransData's graph op carries the call's aten op and arguments)."""
     first: dict[tuple[int, str], tuple[int, int, int, Any, Any]] = {}
     last_end: dict[tuple[int, str], int] = {}
     for i, run in enumerate(c.runs):

@@ -141,7 +141,8 @@ class _ExperimentalConfig:
         Level0 = task_time l0; Level1 = l1 with the runtime API (communication comes with
         task_time), and
         PipeUtilization when no metrics group is named (torch_npu's Level1 default);
-        Level2 adds AI CPU. ``training_trace`` is always on (step times)."""
+        Level2 adds AI CPU. ``training_trace`` is on (step times); the profiler leaves it
+        out where the product's run mode has no iteration trace (online inference)."""
         level = self.profiler_level
         opts: dict[str, str] = {"output": output, "training_trace": "on"}
         if ProfilerActivity.NPU not in activities or level == ProfilerLevel.Level_none:

@@ -3,11 +3,13 @@
 A collection runs from the first recorded step of the schedule (or ``start()`` without a
 schedule) to the end of its active window (or ``stop()``). For it the profiler opens, per
 torch runtime, a geplug system of the same product and configuration with profiling on
-and ``profiling_options.output`` set to the collection's ``*_ascend_pt`` directory; the
-runtime sends that system the same task and step events it sends its own (the core's
-writers then produce ``PROF_*``). When the collection ends those systems are shut down and
-``ASCEND_PROFILER_OUTPUT/`` is derived from ``PROF_*`` and the framework-op records
-(:mod:`geplug_torch.profiler.ascend_pt`); then ``on_trace_ready(prof)`` is called.
+and ``profiling_options.output`` set to the collection's ``*_ascend_pt`` directory (through
+``geplug.open_device`` on the runtime's device for a product without ``initialize_system``,
+an inference product: torch_npu profiles those too); the runtime sends that system the
+same task and step events it sends its own (the core's writers then produce ``PROF_*``).
+When the collection ends those systems are shut down and ``ASCEND_PROFILER_OUTPUT/`` is
+derived from ``PROF_*`` and the framework-op records (:mod:`geplug_torch.profiler.ascend_pt`);
+then ``on_trace_ready(prof)`` is called.
 """
 
 from __future__ import annotations
@@ -109,8 +111,10 @@ class Collection:
         return system
 
     def _open(self, runtime: TorchRuntime) -> System:
-        import geplug
+        """The profiling system of ``runtime``: its product, opened by the API the product
+        serves (an inference product's through ``open_device``, on the runtime's device)."""
         from geplug.config.model import ProfilingOptions
+        from geplug_torch._open import open_system
 
         base = runtime.system
         opts = self.prof.experimental_config.profiling_options(self.root,
@@ -119,13 +123,18 @@ class Collection:
             # torch_npu: profile_memory turns on ACL_PROF_TASK_MEMORY and samples the
             # device memory at 50 Hz (ACL_PROF_SYS_HARDWARE_MEM_FREQ "50")
             opts.update(task_memory="on", sys_hardware_mem_freq=PROFILE_MEMORY_FREQ)
+        from geplug.config.defaults import graph_run_mode
         from geplug.config.model import SessionConfig
 
         user = runtime.user_config or SessionConfig(front_end="python")
+        if graph_run_mode(user, base.product)[0] == 0 or \
+                not base.product.profiling.training_trace:
+            # no iteration trace in online inference (an inference product's run mode) or
+            # on a product without one: GE refuses training_trace there (R21)
+            opts.pop("training_trace", None)
         cfg = attrs.evolve(user, profiling_mode=True,
                            profiling_options=ProfilingOptions(**opts))
-        return geplug.initialize_system(base.product, cfg, backend="torch",
-                                        manager=base.manager)
+        return open_system(base.product, cfg, manager=base.manager, device_id=base.device_id)
 
 
 class profile:
