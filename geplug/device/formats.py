@@ -158,6 +158,9 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
     device when it differs from the graph's. Empty when the product declares no formats."""
     if not (caps.five_hd_op_types or caps.nd_op_types or caps.channel_aligned_op_types):
         return []
+    may_be_5hd = frozenset((*caps.five_hd_op_types, *caps.channel_aligned_op_types))
+    if not any(n.op_type in may_be_5hd for n in order):
+        return []  # no op computes in 5HD: every tensor stays ND, nothing to convert
     held: dict[str, str] = {}  # tensor (a root) -> the format it was written in
     done: dict[tuple[str, str], int] = {}  # (tensor, target) -> its conversion in ``out``
     readers: list[list[str]] = []  # per conversion, the nodes reading its output

@@ -274,3 +274,14 @@ def test_a_graph_node_named_like_a_transdata_keeps_its_name() -> None:
     names = [p.name for p in m.tasks]
     assert len(set(names)) == len(names)
     assert [c.name for c in m.conversions] == ["trans_TransData_1", "trans_TransData_2"]
+
+
+def test_a_graph_without_a_5hd_op_converts_nothing() -> None:
+    # ND-only ops and agnostic ones, no convolution, pooling or channel concat: every
+    # tensor stays ND (the pass returns before walking the graph)
+    nodes = [Node(name="tr", op_type="Transpose", inputs=("x",), outputs=("a",),
+                  attrs={"perm": [0, 1, 3, 2]}),
+             Node(name="r", op_type="Relu", inputs=("a",), outputs=("y",))]
+    tensors = [_t("x", (2, 58, 8, 8), "input"), _t("a", (2, 58, 8, 8)),
+               _t("y", (2, 58, 8, 8))]
+    assert _model(nodes, tensors, ("x",), ("y",)).conversions == ()
