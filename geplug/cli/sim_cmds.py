@@ -105,7 +105,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             }
             device = getattr(compiled, "device", None)
             if device is not None:  # the core device model (docs/device-model.md)
-                data["graph"] = device.graph.summary()
+                data["graph"] = device.graph.summary() | {
+                    "transdata_tasks": len(device.conversions)}
                 data["buffer_optimize"] = device.buffer_optimize
                 data["small_channel"] = device.small_channel
                 data["format_conversions"] = [
@@ -161,8 +162,10 @@ def _mib(n: int | None) -> str:
 def _print_device(device: Any, notes: Any) -> None:
     """The graph passes and the memory plan, after the decision table."""
     g = device.graph
-    print(f"graph: {len(g.graph.nodes)} nodes -> {len(g.tasks)} tasks ({len(g.folded)} "
-          f"folded, {len(g.views)} views, {len(g.eliminated)} dead, {len(g.fusions)} fused)")
+    inserted = f" + {len(device.conversions)} TransData" if device.conversions else ""
+    print(f"graph: {len(g.graph.nodes)} nodes -> {len(g.tasks)} tasks{inserted} "
+          f"({len(g.folded)} folded, {len(g.views)} views, {len(g.eliminated)} dead, "
+          f"{len(g.fusions)} fused)")
     for f in g.fusions:
         print(f"  fused {f.name} ({f.op_type}, {f.pattern}): {' + '.join(f.members)}")
     served = sum(p.cost.l2_bytes for p in device.tasks)

@@ -230,17 +230,19 @@ def build_device_model(
     moved_by_task = [_task_bytes(task, nodes, nbytes, gathers) for task in tasks]
     l2_served = (_l2_served(tasks, opt, graph, nbytes, moved_by_task, product)
                  if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
-    # format conversions (TransData): tasks of their own, each run before the task of the
-    # first node reading the converted tensor; its readers read the converted tensor
-    conversions = _named(format_conversions(
+    # format conversions (TransData): tasks of their own, each run right before the first
+    # task holding a reader of the converted tensor; those readers read the converted tensor
+    conversions = _named(_placed(format_conversions(
         graph, [nodes[n] for n in opt.device_nodes], product.graph, root=opt.alias,
-        known=opt.known, dtypes=held), nodes)
-    before: dict[str, list[Conversion]] = {}  # first reader -> its conversions
+        known=opt.known, dtypes=held), tasks, nodes), nodes)
+    before: dict[int, list[Conversion]] = {}  # task index -> the conversions run before it
     reads_converted: dict[str, dict[str, str]] = {}  # node -> {tensor: converted tensor}
-    for conv in conversions:
-        before.setdefault(conv.consumer, []).append(conv)
-        for r in conv.readers:
-            reads_converted.setdefault(r, {})[conv.tensor] = conv.output
+    if conversions:
+        task_of = {m: i for i, task in enumerate(tasks) for m in task.members}
+        for conv in conversions:
+            before.setdefault(task_of[conv.consumer], []).append(conv)
+            for r in conv.readers:
+                reads_converted.setdefault(r, {})[conv.tensor] = conv.output
     task_reads: dict[int, tuple[str, ...]] = {}  # plan index -> its reads, when converted
     # a task's cost is a pure function of its members' op types, works, dtypes and op
     # classes, its engine and bytes: computed once per distinct key in this build (real
@@ -278,11 +280,11 @@ def build_device_model(
                         unresolved.add(t)
         node_task.update(dict.fromkeys(task.members, task.name))
         if conversions:
+            for conv in before.get(index, ()):
+                plans.append((conversion_task(conv), conversion_cost(
+                    conv, product, issue_mode), "AI_CORE", conv.dtype, ()))
             subs: dict[str, str] = {}
             for m in task.members:
-                for conv in before.get(m, ()):
-                    plans.append((conversion_task(conv), conversion_cost(
-                        conv, product, issue_mode), "AI_CORE", conv.dtype, ()))
                 subs.update(reads_converted.get(m) or {})
             if subs:
                 task_reads[len(plans)] = tuple(subs.get(t, t) for t in task.inputs)
@@ -374,6 +376,34 @@ def build_device_model(
                        issue_mode=issue_mode, unresolved=tuple(sorted(unresolved)),
                        node_task=node_task, buffer_optimize=buffer_optimize,
                        small_channel=small_channel, conversions=tuple(conversions))
+
+
+def _placed(conversions: list[Conversion], tasks: Sequence[Task], nodes: Mapping[str, Any]
+            ) -> list[Conversion]:
+    """``conversions`` as the tasks run them: a reader in the task that writes the tensor
+    reads it inside the fused kernel, in the kernel's own layout (no conversion for it);
+    the other readers keep it, the first of them (in task order) its ``consumer``, so the
+    TransData runs after the task writing the tensor and before every task reading it. A
+    conversion left with no reader, or whose first reading task would run before the
+    writing one, is dropped."""
+    if not conversions:
+        return conversions
+    task_of: dict[str, int] = {}
+    writer: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        for m in task.members:
+            task_of[m] = i
+            for t in nodes[m].outputs:
+                if t:
+                    writer[t] = i
+    out: list[Conversion] = []
+    for conv in conversions:
+        made = writer.get(conv.tensor, -1)
+        readers = sorted((r for r in conv.readers if r in task_of and task_of[r] != made),
+                         key=task_of.__getitem__)
+        if readers and task_of[readers[0]] > made:
+            out.append(attrs.evolve(conv, consumer=readers[0], readers=tuple(readers)))
+    return out
 
 
 def _named(conversions: list[Conversion], nodes: Mapping[str, Any]) -> list[Conversion]:

@@ -4,6 +4,7 @@ product's op-info declaration says (docs/device-model.md, "Format conversions").
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import attrs
@@ -285,3 +286,87 @@ def test_a_graph_without_a_5hd_op_converts_nothing() -> None:
     tensors = [_t("x", (2, 58, 8, 8), "input"), _t("a", (2, 58, 8, 8)),
                _t("y", (2, 58, 8, 8))]
     assert _model(nodes, tensors, ("x",), ("y",)).conversions == ()
+
+
+def _fused_reader() -> Any:
+    """Transpose writes X in ND; X is read by a 1x1 convolution ``p`` and by the Add of a
+    fused conv+BN+Add+Relu task that starts before ``p``: one conversion to 5HD, which
+    must run before the fused task although its first reader in node order is ``p``."""
+    product = require_product("atlas_infer")
+    nodes = [Node(name="tr", op_type="Transpose", inputs=("x0",), outputs=("X",),
+                  attrs={"perm": [0, 1, 3, 2]}),
+             _conv("cv", "x", "w", "c"),
+             Node(name="bn", op_type="BatchNorm", inputs=("c", "sc", "bi", "mu", "va"),
+                  outputs=("b",)),
+             Node(name="ad", op_type="Add", inputs=("b", "X"), outputs=("s",)),
+             Node(name="re", op_type="Relu", inputs=("s",), outputs=("y",)),
+             _conv("p", "X", "w2", "P")]
+    shape = (2, 32, 8, 8)
+    tensors = [_t("x0", shape, "input"), _t("x", shape, "input"), _t("X", shape),
+               _t("w", (32, 32, 1, 1), "weight"), _t("c", shape), _t("b", shape),
+               _t("s", shape), _t("y", shape), _t("w2", (32, 32, 1, 1), "weight"),
+               _t("P", shape)]
+    tensors += [_t(n, (32,), "weight") for n in ("sc", "bi", "mu", "va")]
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors},
+              inputs=("x0", "x"), outputs=("y", "P"))
+    return build_device_model(optimize(g, product.graph), product, check_memory=False)
+
+
+def test_a_conversion_runs_before_every_task_reading_it_fused_ones_included() -> None:
+    m = _fused_reader()
+    (conv,) = [c for c in m.conversions if c.tensor == "X"]
+    order = [p.name for p in m.tasks]
+    fused = next(p for p in m.tasks if "ad" in p.task.members)
+    assert fused.task.fused
+    # its readers in task order: the fused task first, then p
+    assert conv.readers == ("ad", "p") and conv.consumer == "ad"
+    assert order.index("tr") < order.index(conv.name) < order.index(fused.name) < \
+        order.index("p")
+    by = {p.name: p for p in m.tasks}
+    end = by[conv.name].start_ns + by[conv.name].duration_ns
+    assert by[fused.name].start_ns >= end and by["p"].start_ns >= end
+
+
+def test_a_tensor_read_inside_its_writers_fused_task_is_not_converted() -> None:
+    # the BN output feeding the fused Add never leaves the fused kernel: no TransData
+    assert {c.tensor for c in _fused_reader().conversions} == {"X"}
+
+
+def test_a_reader_on_another_stream_waits_for_its_conversion() -> None:
+    # an AI CPU Transpose (its own stream) reads the 5HD convolution output converted
+    nodes, tensors = _shuffle_like(58)
+    product = require_product("atlas_infer")
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=("x",),
+              outputs=("y",))
+    aicpu = SimpleNamespace(engine="AI_CPU", dtype=F16, original_dtype=F16,
+                            output_dtype=F16, op_class="vector")
+    m = build_device_model(optimize(g, product.graph), product, {"tr": aicpu},
+                           check_memory=False, fusion=False)
+    by = {p.name: p for p in m.tasks}
+    first = m.conversions[0]
+    assert first.readers == ("tr",)
+    assert by["tr"].stream_id != by[first.name].stream_id
+    assert by["tr"].start_ns >= by[first.name].start_ns + by[first.name].duration_ns
+
+
+def test_the_converted_tensor_lives_from_its_transdata_to_its_last_reader() -> None:
+    nodes, tensors = _shuffle_like(58)
+    m = _model(nodes, tensors, ("x",), ("y",))
+    tasks = m.memory.tasks
+    blocks = {b.tensor: b for b in m.memory.blocks}
+    for conv in m.conversions:
+        block = blocks[conv.output]
+        assert tasks[block.first] == conv.name
+        assert tasks[block.last] == conv.readers[-1]
+        assert block.nbytes >= conv.bytes_in(conv.target)
+
+
+def test_the_channel_axis_of_an_onnx_concat_reaches_the_format_rules() -> None:
+    pytest.importorskip("onnx")
+    from geplug_simulator import netbuild as nb
+    from geplug_simulator.devicegraph import device_graph
+    from geplug_simulator.importer import import_model
+
+    graph = device_graph(import_model(nb.shufflenet_v2(batch=1, res=64)))
+    concats = [n for n in graph.nodes if n.op_type.startswith("Concat")]
+    assert concats and all(n.attrs.get("axis") == 1 for n in concats)

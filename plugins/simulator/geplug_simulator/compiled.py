@@ -224,7 +224,14 @@ class CompiledModel:
             if cached is not None:
                 self._shape_cache[signature] = cached
         if cached is not None:
-            self.types, self.device, costs = cached
+            self.types, self.device, costs, records = cached
+            if [r.name for r in records] != [r.name for r in self.ops]:
+                # the shapes changed the tasks (a format conversion appears or goes): the
+                # records, and what a fault may name, follow them
+                self.ops = records
+                self._records = {r.name: r for r in records}
+                self._node_task = dict(self.device.node_task)
+                self._fault_targets = {**self._node_task, **self._records}
             self._set_costs(costs)
         self._cost_signature = signature
 

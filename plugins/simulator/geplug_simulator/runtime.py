@@ -150,10 +150,14 @@ class SessionFactory:
     def costs_for_shapes(
         self, compiled: CompiledModel, shapes: dict[str, tuple[int, ...]],
         feeds: Mapping[str, Any] | None = None,
-    ) -> tuple[dict[str, TensorType], DeviceModel, dict[str, OpCost]] | None:
-        """Tensor types, device model and task costs of ``compiled`` with its inputs fixed to
-        ``shapes`` (shape inference, then a probe run with ``feeds`` for what stays open);
-        ``None`` when nothing can be inferred (the compile-time estimate stays)."""
+    ) -> tuple[dict[str, TensorType], DeviceModel, dict[str, OpCost],
+               tuple[OpRecord, ...]] | None:
+        """Tensor types, device model, task costs and op records of ``compiled`` with its
+        inputs fixed to ``shapes`` (shape inference, then a probe run with ``feeds`` for what
+        stays open); ``None`` when nothing can be inferred (the compile-time estimate
+        stays). The records keep the compiled ones' task ids; they differ from
+        ``compiled.ops`` only where the shapes change the tasks (a format conversion that a
+        resolved dimension adds or removes)."""
         if self.runtime is None:
             return None
         model = onnx.ModelProto()
@@ -186,10 +190,10 @@ class SessionFactory:
         device = self.runtime.device_model(imported, opt, compiled.decisions,
                                            check_memory=False,
                                            fusion=compiled.fusion)
-        costs, _, _ = self.runtime._tasks(
+        costs, _, records = self.runtime._tasks(
             imported, device, compiled.decisions, compiled.rewritten,
             task_ids={r.name: r.task_id for r in compiled.ops})
-        return types, device, costs
+        return types, device, costs, records
 
     def session(self, model: onnx.ModelProto, name: str, *,
                 blocked: Mapping[str, TensorType] | None = None) -> ort.InferenceSession:

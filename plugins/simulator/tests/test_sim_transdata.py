@@ -130,3 +130,54 @@ def test_a_product_without_formats_runs_no_transdata(tmp_path) -> None:
         system.shutdown()
     assert compiled.device.conversions == ()
     assert not any(r["OP Type"] == "TransData" for r in _op_summary(str(tmp_path)))
+
+
+def test_a_conversion_that_run_time_shapes_add_is_profiled(tmp_path) -> None:
+    # the channel count is open at compile: the Reshape after the pooling looks like it
+    # keeps the channels; with 16 channels fed it folds them into 2 x 8 - a reshaping view
+    # of a 5HD tensor, read through a TransData that exists only for the run's shapes
+    model = graph_model(
+        [helper.make_node("MaxPool", ["x"], ["a"], name="mp", kernel_shape=[1, 1]),
+         helper.make_node("Reshape", ["a", "s"], ["b"], name="rs"),
+         helper.make_node("Relu", ["b"], ["y"], name="re")],
+        [f32("x", [1, "c", 8, 8])], [f32("y", [2, None, 8, 8])],
+        {"s": np.array([2, -1, 8, 8], np.int64)}, name="dyn")
+    system = _open(str(tmp_path))
+    try:
+        compiled = system.compile(model)
+        assert compiled.device.conversions == ()
+        compiled.run({"x": np.ones((1, 16, 8, 8), np.float32)})
+        (conv,) = compiled.device.conversions
+        assert [r.name for r in compiled.ops] == ["mp", conv.name, "re"]
+        assert set(compiled.op_times) == {"mp", conv.name, "re"}
+        span = compiled.simulated_time_us
+    finally:
+        system.shutdown()
+    rows = _op_summary(str(tmp_path))
+    assert [r["Op Name"] for r in rows] == ["mp", conv.name, "re"]
+    assert sum(float(r["Task Duration(us)"]) for r in rows) <= span
+
+
+def test_a_conversion_that_run_time_shapes_remove_leaves_no_stale_op(tmp_path) -> None:
+    # at compile the batch is open and the Reshape to [1, -1, 8, 8] looks like it folds
+    # it into the channels (the Softmax reads a conversion); fed batch 1 it changes
+    # nothing: no conversion, and no record of it left behind
+    rng = np.random.default_rng(0)
+    model = graph_model(
+        [helper.make_node("Conv", ["x", "w"], ["a"], name="cv"),
+         helper.make_node("Reshape", ["a", "s"], ["b"], name="rs"),
+         helper.make_node("Softmax", ["b"], ["y"], name="sm", axis=3)],
+        [f32("x", ["n", 16, 8, 8])], [f32("y", [1, None, 8, 8])],
+        {"w": (rng.standard_normal((16, 16, 1, 1)) * 0.1).astype(np.float32),
+         "s": np.array([1, -1, 8, 8], np.int64)}, name="dyn2")
+    system = _open(str(tmp_path))
+    try:
+        compiled = system.compile(model)
+        assert [r.op_type for r in compiled.ops] == ["Conv2D", "TransData", "SoftmaxV2"]
+        compiled.run({"x": np.ones((1, 16, 8, 8), np.float32)})
+        names = [r.name for r in compiled.ops]
+        assert names == ["cv", "sm"] == [p.name for p in compiled.device.tasks]
+        assert set(compiled.op_times) == set(names)
+    finally:
+        system.shutdown()
+    assert [r["Op Name"] for r in _op_summary(str(tmp_path))] == names

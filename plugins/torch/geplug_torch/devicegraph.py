@@ -220,10 +220,19 @@ class _Builder:
         return list(dict.fromkeys(found))
 
 
+_DIM_ARG = {"cat": 1, "split": 2, "split_with_sizes": 2}
+"""aten ops whose ``dim`` (the core's ``axis``) is this positional argument (default 0)."""
+
+
 def _cost_attrs(aten: str, node: Any) -> dict[str, Any]:
-    """The few attributes the core's cost reads: a convolution's ``group``."""
+    """The few attributes the core reads: a convolution's ``group``; a concatenation's or
+    split's ``axis`` (its ``dim``: the format rules of :mod:`geplug.device.formats`)."""
     if aten == "convolution" and len(node.args) > 8:
         return {"group": int(node.args[8])}
+    position = _DIM_ARG.get(aten)
+    if position is not None:
+        dim = node.args[position] if len(node.args) > position else node.kwargs.get("dim", 0)
+        return {"axis": int(dim)}
     return {}
 
 
