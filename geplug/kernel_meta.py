@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -25,7 +25,11 @@ from geplug.config.resolved import ResolvedConfig
 from geplug.precision import OpDecision
 from geplug.products.schema import Product
 
-__all__ = ["COMM_FUSED_OPS", "KernelSpec", "kernel_suffixes", "write_kernel_meta"]
+if TYPE_CHECKING:
+    from geplug.device.formats import Conversion
+
+__all__ = ["COMM_FUSED_OPS", "KernelSpec", "conversion_spec", "kernel_suffixes",
+           "write_kernel_meta"]
 
 COMM_FUSED_OPS = frozenset({
     "MatMulAllReduce", "MatMulAllReduceAddRmsNorm", "AllGatherMatMul", "MatMulReduceScatter",
@@ -44,6 +48,15 @@ class KernelSpec:
     output_shapes: tuple[tuple[int | None, ...] | None, ...]
     output_dtypes: tuple[str, ...]
     block_dim: int
+
+
+def conversion_spec(conv: Conversion, decision: OpDecision, block_dim: int) -> KernelSpec:
+    """The kernel of a format conversion (TransData, :mod:`geplug.device.formats`): the
+    tensor in its source layout in, in its target layout out (a 5HD side as
+    ``(N, C1, H, W, C0)``)."""
+    return KernelSpec(decision=decision, input_shapes=(conv.shape_in(conv.source),),
+                      input_dtypes=(conv.dtype,), output_shapes=(conv.shape_in(conv.target),),
+                      output_dtypes=(conv.dtype,), block_dim=block_dim)
 
 
 def _selected(node: str, op_type: str, entries: Sequence[str]) -> bool:

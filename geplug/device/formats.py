@@ -32,7 +32,7 @@ none gets no conversions. The rules:
 
 One conversion per tensor and target format (GE merges identical TransData): a task of its
 own (``trans_TransData_<n>``, as GE names the nodes it inserts) that reads the source and
-writes the target, the 5HD side padded to whole C0 blocks, run before the first node that
+writes the target, the 5HD side padded to whole C0 blocks, run before the first task that
 reads the converted tensor; every later reader in that format reads its output
 (:func:`format_conversions`; the tasks: :func:`geplug.device.model.build_device_model`).
 """
@@ -40,6 +40,7 @@ reads the converted tensor; every later reader in that format reads its output
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -86,6 +87,24 @@ class Conversion:
     def bytes_in(self, fmt: str) -> int:
         """The tensor's bytes as held in ``fmt`` (5HD padded to whole C0 blocks)."""
         return numel(self.shape_in(fmt)) * DTYPE_BYTES.get(self.dtype, 2)
+
+    def event_layout(self) -> dict[str, Any]:
+        """Its task event's shapes and formats (``TaskEvent`` fields), each side as the
+        device holds it, as the real ``ge_task_data`` shows a TransData: the 5HD side
+        ``NC1HWC0`` with its 5-D shape, the plain side ``NCHW`` when 4-D (its origin
+        format), else ``ND``."""
+        rank = len(self.shape)
+        return {"input_shapes": [self.shape_in(self.source)],
+                "input_formats": [_reported(self.source, rank)],
+                "output_shapes": [self.shape_in(self.target)],
+                "output_formats": [_reported(self.target, rank)]}
+
+
+def _reported(fmt: str, rank: int) -> str:
+    """How profiles name format ``fmt`` of a tensor of ``rank`` dimensions."""
+    if fmt == FIVE_HD:
+        return fmt
+    return "NCHW" if rank == 4 else "ND"
 
 
 def _c0(dtype: str) -> int:

@@ -232,17 +232,16 @@ def build_device_model(
                  if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
     # format conversions (TransData): tasks of their own, each run right before the first
     # task holding a reader of the converted tensor; those readers read the converted tensor
-    conversions = _named(_placed(format_conversions(
+    placed = _placed(format_conversions(
         graph, [nodes[n] for n in opt.device_nodes], product.graph, root=opt.alias,
-        known=opt.known, dtypes=held), tasks, nodes), nodes)
+        known=opt.known, dtypes=held), tasks, nodes)
+    conversions = _named([conv for _, conv in placed], nodes)
     before: dict[int, list[Conversion]] = {}  # task index -> the conversions run before it
     reads_converted: dict[str, dict[str, str]] = {}  # node -> {tensor: converted tensor}
-    if conversions:
-        task_of = {m: i for i, task in enumerate(tasks) for m in task.members}
-        for conv in conversions:
-            before.setdefault(task_of[conv.consumer], []).append(conv)
-            for r in conv.readers:
-                reads_converted.setdefault(r, {})[conv.tensor] = conv.output
+    for (index, _), conv in zip(placed, conversions, strict=True):
+        before.setdefault(index, []).append(conv)
+        for r in conv.readers:
+            reads_converted.setdefault(r, {})[conv.tensor] = conv.output
     task_reads: dict[int, tuple[str, ...]] = {}  # plan index -> its reads, when converted
     # a task's cost is a pure function of its members' op types, works, dtypes and op
     # classes, its engine and bytes: computed once per distinct key in this build (real
@@ -379,15 +378,15 @@ def build_device_model(
 
 
 def _placed(conversions: list[Conversion], tasks: Sequence[Task], nodes: Mapping[str, Any]
-            ) -> list[Conversion]:
-    """``conversions`` as the tasks run them: a reader in the task that writes the tensor
-    reads it inside the fused kernel, in the kernel's own layout (no conversion for it);
-    the other readers keep it, the first of them (in task order) its ``consumer``, so the
-    TransData runs after the task writing the tensor and before every task reading it. A
-    conversion left with no reader, or whose first reading task would run before the
-    writing one, is dropped."""
+            ) -> list[tuple[int, Conversion]]:
+    """``conversions`` as the tasks run them, each with the index of the task it runs
+    before, in that order: a reader in the task that writes the tensor reads it inside the
+    fused kernel, in the kernel's own layout (no conversion for it); the other readers keep
+    it, the first of them (in task order) its ``consumer``, so the TransData runs after the
+    task writing the tensor and before every task reading it. A conversion left with no
+    reader, or whose first reading task would run before the writing one, is dropped."""
     if not conversions:
-        return conversions
+        return []
     task_of: dict[str, int] = {}
     writer: dict[str, int] = {}
     for i, task in enumerate(tasks):
@@ -396,13 +395,15 @@ def _placed(conversions: list[Conversion], tasks: Sequence[Task], nodes: Mapping
             for t in nodes[m].outputs:
                 if t:
                     writer[t] = i
-    out: list[Conversion] = []
+    out: list[tuple[int, Conversion]] = []
     for conv in conversions:
         made = writer.get(conv.tensor, -1)
         readers = sorted((r for r in conv.readers if r in task_of and task_of[r] != made),
                          key=task_of.__getitem__)
         if readers and task_of[readers[0]] > made:
-            out.append(attrs.evolve(conv, consumer=readers[0], readers=tuple(readers)))
+            out.append((task_of[readers[0]], attrs.evolve(
+                conv, consumer=readers[0], readers=tuple(readers))))
+    out.sort(key=lambda placed: placed[0])  # stable: the pass's order within a task
     return out
 
 

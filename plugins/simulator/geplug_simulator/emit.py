@@ -25,7 +25,6 @@ import attrs
 import numpy as np
 
 from geplug.device import copy_us
-from geplug.device.formats import FIVE_HD
 from geplug.errors import AICoreError, GeplugWarning
 from geplug.events import (
     ApiCall,
@@ -180,15 +179,6 @@ def _sizes(feeds: Mapping[str, Any], values: Mapping[str, Any],
 def _shape(types: Mapping[str, TensorType], name: str) -> tuple[int, ...]:
     t = types.get(name)
     return tuple(int(d or 1) for d in ((t.shape or ()) if t else ()))
-
-
-def layout_name(fmt: str, rank: int) -> str:
-    """How profiles name the format ``fmt`` (:mod:`geplug.device.formats`) of a tensor of
-    ``rank`` dimensions: ``NC1HWC0``; a plain 4-D tensor ``NCHW`` (its origin format, as
-    the real ``ge_task_data`` shows a TransData's plain side), else ``ND``."""
-    if fmt == FIVE_HD:
-        return fmt
-    return "NCHW" if rank == 4 else "ND"
 
 
 def task_refs(task: Any, rw: Any) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
@@ -375,23 +365,22 @@ class StepEmitter:
             cost = c.costs[op.name]
             task: tuple[tuple[str, Any], ...] = ()
             if with_tasks:
-                in_shapes = [_shape(types, r.source) for r in refs_in]
-                out_shapes = [_shape(types, r.source) for r in refs_out]
-                in_formats = [format_of(op.op_type, len(s)) for s in in_shapes]
-                out_formats = [format_of(op.op_type, len(s)) for s in out_shapes]
+                layout: dict[str, Any]
                 if conv is not None:  # a TransData: each side in its own layout
-                    in_shapes = [conv.shape_in(conv.source)]
-                    out_shapes = [conv.shape_in(conv.target)]
-                    in_formats = [layout_name(conv.source, len(conv.shape))]
-                    out_formats = [layout_name(conv.target, len(conv.shape))]
+                    layout = conv.event_layout()
+                else:
+                    in_shapes = [_shape(types, r.source) for r in refs_in]
+                    out_shapes = [_shape(types, r.source) for r in refs_out]
+                    layout = {
+                        "input_shapes": in_shapes, "output_shapes": out_shapes,
+                        "input_formats": [format_of(op.op_type, len(s)) for s in in_shapes],
+                        "output_formats": [format_of(op.op_type, len(s)) for s in out_shapes]}
                 task = task_fields(TaskEvent(
                     run=placeholder, op=op, start_us=0.0, duration_us=cost.duration_us,
                     wait_us=0.0, flops=cost.flops, bytes_moved=cost.bytes_moved,
-                    input_shapes=in_shapes, input_dtypes=[r.dtype for r in refs_in],
-                    input_formats=in_formats,
-                    output_shapes=out_shapes, output_dtypes=[r.dtype for r in refs_out],
-                    output_formats=out_formats,
-                    cube_fraction=cost.cube_fraction,
+                    input_dtypes=[r.dtype for r in refs_in],
+                    output_dtypes=[r.dtype for r in refs_out],
+                    cube_fraction=cost.cube_fraction, **layout,
                 ))
             plans.append(OpPlan(op, refs_in, refs_out, cost.duration_us, task, placeholder))
         self._plans, self._with_tasks = plans, with_tasks

@@ -35,7 +35,7 @@ from geplug.device.cost import small_channel_in_force
 from geplug.device.model import conversion_decision
 from geplug.errors import BackendError, CompileError, ConfigError
 from geplug.events import GraphEvent, OpRecord, RunInfo
-from geplug.kernel_meta import KernelSpec, write_kernel_meta
+from geplug.kernel_meta import KernelSpec, conversion_spec, write_kernel_meta
 from geplug.precision import NodeInfo, decide
 from geplug_simulator.blocked import Shape, keep_blocked, worth_trying
 from geplug_simulator.compiled import CompiledModel
@@ -549,11 +549,7 @@ class SimRuntime:
                                       c.block_dim, c.cube_fraction, c.task_type)
             conv = conversions.get(task.name) if task.inserted else None
             if conv is not None:  # a TransData GE inserts: its tensor in, converted out
-                d = conversion_decision(conv)
-                specs.append(KernelSpec(
-                    decision=d, input_shapes=(conv.shape_in(conv.source),),
-                    input_dtypes=(conv.dtype,), output_shapes=(conv.shape_in(conv.target),),
-                    output_dtypes=(conv.dtype,), block_dim=c.block_dim))
+                specs.append(conversion_spec(conv, conversion_decision(conv), c.block_dim))
                 records.append(OpRecord(
                     name=task.name, op_type=task.op_type, engine="AI_CORE", dtype=conv.dtype,
                     task_id=(task_ids or {}).get(task.name) or self.system.next_task_id(),

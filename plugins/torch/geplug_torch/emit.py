@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from geplug_simulator.emit import _overflows as overflows_of
-from geplug_simulator.emit import format_of, layout_name, stamp, task_fields
+from geplug_simulator.emit import format_of, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
 
 from geplug.device import copy_us
@@ -214,14 +214,9 @@ def _layouts(op: GraphOp) -> dict[str, Any]:
     """The shapes and formats of ``op``'s task event: its tensors' logical shapes in the
     format its op type reports; a TransData's each side as the device holds it (5HD as
     ``(N, C1, H, W, C0)`` in ``NC1HWC0``, the plain side ``NCHW`` when 4-D, else ``ND``), as
-    the real ``ge_task_data`` shows it (the simulator's rule: ``layout_name``)."""
-    conv = op.conversion
-    if conv is not None:
-        rank = len(conv.shape)
-        return {"input_shapes": [conv.shape_in(conv.source)],
-                "input_formats": [layout_name(conv.source, rank)],
-                "output_shapes": [conv.shape_in(conv.target)],
-                "output_formats": [layout_name(conv.target, rank)]}
+    the real ``ge_task_data`` shows it (``Conversion.event_layout``)."""
+    if op.conversion is not None:
+        return op.conversion.event_layout()
     kind = op.record.op_type
     return {"input_shapes": [m.shape for m in op.inputs],
             "input_formats": [format_of(kind, len(m.shape)) for m in op.inputs],

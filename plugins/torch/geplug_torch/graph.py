@@ -32,7 +32,7 @@ from geplug.device.formats import Conversion
 from geplug.device.model import TaskPlan, conversion_decision
 from geplug.errors import CompileError
 from geplug.events import OpRecord
-from geplug.kernel_meta import KernelSpec, write_kernel_meta
+from geplug.kernel_meta import KernelSpec, conversion_spec, write_kernel_meta
 from geplug.precision import NodeInfo, OpDecision, decide
 from geplug_torch.devicegraph import FxGraph, TensorMeta, fx_device_graph, view_caps
 from geplug_torch.lowering import Lowered
@@ -244,12 +244,8 @@ def _graph_ops(device: DeviceModel, by_node: dict[str, OpDecision], opt: Optimiz
 def _kernel_spec(op: GraphOp) -> KernelSpec:
     """The kernel_meta entry of ``op``: its tensors as the kernel takes them (a TransData's
     each side in its own layout, a 5HD side as ``(N, C1, H, W, C0)``)."""
-    conv = op.conversion
-    if conv is not None:
-        return KernelSpec(decision=op.decision, input_shapes=(conv.shape_in(conv.source),),
-                          input_dtypes=(conv.dtype,),
-                          output_shapes=(conv.shape_in(conv.target),),
-                          output_dtypes=(conv.dtype,), block_dim=op.record.block_dim)
+    if op.conversion is not None:
+        return conversion_spec(op.conversion, op.decision, op.record.block_dim)
     return KernelSpec(decision=op.decision,
                       input_shapes=tuple(m.shape for m in op.inputs),
                       input_dtypes=tuple(m.dtype for m in op.inputs),
