@@ -11,7 +11,9 @@ product's declaration (``[graph] five_hd_op_types`` / ``nd_op_types`` /
 none gets no conversions. The rules:
 
 - a **5HD op** (its data input 4-D) reads its data input in 5HD and writes 5HD;
-- an **ND op** reads and writes ND;
+- an **ND op** reads and writes ND, and so does an op placed on **AI CPU** unless its AI
+  CPU kernel is format-agnostic (``[graph] aicpu_format_agnostic_op_types``: the AI CPU
+  op-info's ``formatAgnostic``; the others declare ND/NCHW/NHWC inputs);
 - a **channel-aligned op** (Concat, Split) working on the channel axis of 4-D tensors is a
   5HD op when every channel count it concatenates or splits is a multiple of C0 (16
   elements, 32 for 1-byte types: CANN's ``concat_v2_d.py`` / ``split_v_d.py``
@@ -48,10 +50,16 @@ from geplug.device.cost import _dims
 from geplug.device.ir import DTYPE_BYTES, Graph, Node, numel
 from geplug.products.schema import GraphCaps
 
-__all__ = ["FIVE_HD", "ND", "TRANSDATA", "Conversion", "five_hd_shape", "format_conversions"]
+__all__ = ["FIVE_HD", "FRACTAL_Z", "ND", "TRANSDATA", "Conversion", "FormatPlan",
+           "five_hd_shape", "format_conversions", "fractal_z_shape", "held_shape",
+           "node_formats", "plan_formats", "reported_format"]
 
 FIVE_HD = "NC1HWC0"
 ND = "ND"
+FRACTAL_Z = "FRACTAL_Z"
+"""The layout of a convolution's filter on the cube (CANN 8.1.RC1 op-info: ``filter`` of
+Conv2D, DepthwiseConv2D and Conv2DTranspose is ``FRACTAL_Z`` on every SoC geplug declares
+formats for)."""
 TRANSDATA = "TransData"
 """The op type of a format conversion task."""
 
@@ -95,14 +103,15 @@ class Conversion:
         format), else ``ND``."""
         rank = len(self.shape)
         return {"input_shapes": [self.shape_in(self.source)],
-                "input_formats": [_reported(self.source, rank)],
+                "input_formats": [reported_format(self.source, rank)],
                 "output_shapes": [self.shape_in(self.target)],
-                "output_formats": [_reported(self.target, rank)]}
+                "output_formats": [reported_format(self.target, rank)]}
 
 
-def _reported(fmt: str, rank: int) -> str:
-    """How profiles name format ``fmt`` of a tensor of ``rank`` dimensions."""
-    if fmt == FIVE_HD:
+def reported_format(fmt: str, rank: int) -> str:
+    """How profiles name format ``fmt`` of a tensor of ``rank`` dimensions: a device format
+    (``NC1HWC0``, ``FRACTAL_Z``) by its name, a plain 4-D tensor ``NCHW``, else ``ND``."""
+    if fmt in (FIVE_HD, FRACTAL_Z):
         return fmt
     return "NCHW" if rank == 4 else "ND"
 
@@ -122,6 +131,26 @@ def five_hd_shape(shape: tuple[int, ...], dtype: str) -> tuple[int, ...]:
     c0 = _c0(dtype)
     n, c, h, w = shape
     return (n, -(-c // c0), h, w, c0)
+
+
+def fractal_z_shape(shape: tuple[int, ...], dtype: str) -> tuple[int, ...]:
+    """A 4-D filter ``(N, C, H, W)`` as FRACTAL_Z ``(C1 * H * W, ceil(N / 16), 16, C0)``
+    (the cube's weight fractals: C1 = ceil(C / C0); a 64x64 3x3 float16 filter is
+    ``36,4,16,16``); another rank unchanged."""
+    if len(shape) != 4:
+        return shape
+    c0 = _c0(dtype)
+    n, c, h, w = shape
+    return (-(-c // c0) * h * w, -(-n // 16), 16, c0)
+
+
+def held_shape(fmt: str, shape: tuple[int, ...], dtype: str) -> tuple[int, ...]:
+    """``shape`` (logical) as the device holds it in ``fmt``."""
+    if fmt == FIVE_HD:
+        return five_hd_shape(shape, dtype)
+    if fmt == FRACTAL_Z:
+        return fractal_z_shape(shape, dtype)
+    return shape
 
 
 def _conversion(graph: Graph, name: str, source: str, target: str, consumer: str,
@@ -168,22 +197,44 @@ def _wants(node: Node, graph: Graph, caps: GraphCaps, dtypes: Mapping[str, str])
     return ""
 
 
+@attrs.frozen
+class FormatPlan:
+    """The formats pass's result: the conversions GE inserts and the nodes that compute in
+    NC1HWC0 (their 4-D tensors held so: :func:`node_formats`)."""
+
+    conversions: tuple[Conversion, ...] = ()
+    five_hd_nodes: frozenset[str] = frozenset()
+
+
 def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                        root: Mapping[str, str], known: frozenset[str] | set[str],
-                       dtypes: Mapping[str, str]) -> list[Conversion]:
+                       dtypes: Mapping[str, str], aicpu: frozenset[str] | set[str] = frozenset()
+                       ) -> list[Conversion]:
+    """The TransData GE inserts in ``graph`` (:func:`plan_formats`)."""
+    return list(plan_formats(graph, order, caps, root=root, known=known, dtypes=dtypes,
+                             aicpu=aicpu).conversions)
+
+
+def plan_formats(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
+                 root: Mapping[str, str], known: frozenset[str] | set[str],
+                 dtypes: Mapping[str, str], aicpu: frozenset[str] | set[str] = frozenset()
+                 ) -> FormatPlan:
     """The TransData GE inserts in ``graph`` (module docstring), in ``order`` (the device
-    nodes in execution order); ``root``: a view's output -> the tensor it relabels;
-    ``known``: weights and constants; ``dtypes``: the dtype each tensor is held in on the
-    device when it differs from the graph's. Empty when the product declares no formats."""
+    nodes in execution order), and the nodes computing in 5HD; ``root``: a view's output ->
+    the tensor it relabels; ``known``: weights and constants; ``dtypes``: the dtype each
+    tensor is held in on the device when it differs from the graph's; ``aicpu``: the
+    nodes placed on AI CPU, which read and write ND unless their op type is in
+    ``caps.aicpu_format_agnostic_op_types``. Empty when the product declares no formats."""
     if not (caps.five_hd_op_types or caps.nd_op_types or caps.channel_aligned_op_types):
-        return []
+        return FormatPlan()
     may_be_5hd = frozenset((*caps.five_hd_op_types, *caps.channel_aligned_op_types))
     if not any(n.op_type in may_be_5hd for n in order):
-        return []  # no op computes in 5HD: every tensor stays ND, nothing to convert
+        return FormatPlan()  # no op computes in 5HD: every tensor stays ND, nothing to convert
     held: dict[str, str] = {}  # tensor (a root) -> the format it was written in
     done: dict[tuple[str, str], int] = {}  # (tensor, target) -> its conversion in ``out``
     readers: list[list[str]] = []  # per conversion, the nodes reading its output
     out: list[Conversion] = []
+    five_hd_nodes: list[str] = []
     inputs = set(graph.inputs)
 
     def convert(base: str, source: str, target: str, consumer: str) -> None:
@@ -197,7 +248,9 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
             readers[k].append(consumer)
 
     for node in order:
-        target = _wants(node, graph, caps, dtypes)
+        target = (ND if node.name in aicpu
+                  and node.op_type not in caps.aicpu_format_agnostic_op_types
+                  else _wants(node, graph, caps, dtypes))
         for name in node.inputs:
             if not name:
                 continue
@@ -221,6 +274,7 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
             elif have and have != target and len(_dims(graph, name)) == 4:
                 convert(base, have, target, node.name)
         if target == FIVE_HD:  # only a 4-D output can be held in 5HD
+            five_hd_nodes.append(node.name)
             for t in node.outputs:
                 if t:
                     held[t] = FIVE_HD if len(_dims(graph, t)) == 4 else ND
@@ -228,8 +282,25 @@ def format_conversions(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
             for t in node.outputs:
                 if t:
                     held[t] = ND
-    return [attrs.evolve(c, readers=tuple(r)) if len(r) > 1 else c
-            for c, r in zip(out, readers, strict=True)]
+    return FormatPlan(tuple(attrs.evolve(c, readers=tuple(r)) if len(r) > 1 else c
+                            for c, r in zip(out, readers, strict=True)),
+                      frozenset(five_hd_nodes))
+
+
+def node_formats(node: Node, graph: Graph, caps: GraphCaps) -> dict[str, str]:
+    """The device formats of the 4-D tensors a node computing in 5HD reads and writes, by
+    the names it spells them with: NC1HWC0, except the filter of a 5HD op (a 4-D input
+    after its data input: a convolution's weight) in FRACTAL_Z. Its other tensors are
+    plain (ND)."""
+    out: dict[str, str] = {}
+    cube = node.op_type in caps.five_hd_op_types
+    for k, t in enumerate(node.inputs):
+        if t and len(_dims(graph, t)) == 4:
+            out[t] = FRACTAL_Z if cube and k > 0 else FIVE_HD
+    for t in node.outputs:
+        if t and len(_dims(graph, t)) == 4:
+            out[t] = FIVE_HD
+    return out
 
 
 def _dtype(graph: Graph, name: str) -> str:

@@ -34,7 +34,7 @@ from geplug.device.cost import (
     task_cost,
     with_ai_cores,
 )
-from geplug.device.formats import TRANSDATA, Conversion, format_conversions
+from geplug.device.formats import TRANSDATA, Conversion, node_formats, plan_formats
 from geplug.device.ir import Graph, dtype_bytes, numel
 from geplug.device.memory import MemoryPlan, check_fits, plan_memory
 from geplug.device.passes import OptimizedGraph, Task, fuse
@@ -94,6 +94,11 @@ class DeviceModel:
     conversions: tuple[Conversion, ...] = ()
     """The format conversions (TransData) GE inserts, each a task of its own in ``tasks``
     (named as :attr:`Conversion.name`; :mod:`geplug.device.formats`)."""
+    formats: Mapping[str, Mapping[str, str]] = attrs.field(repr=False, factory=dict)
+    """Task -> the tensors it reads or writes in a device format (``NC1HWC0``,
+    ``FRACTAL_Z``), by the names its nodes spell them with; every other tensor is plain.
+    Only tasks with a node computing in 5HD appear (:func:`geplug.device.formats.node_formats`):
+    what profiles report as each tensor's format and shape."""
 
     @property
     def makespan_us(self) -> float:
@@ -232,9 +237,11 @@ def build_device_model(
                  if buffer_optimize == "l2_optimize" else [0.0] * len(tasks))
     # format conversions (TransData): tasks of their own, each run right before the first
     # task holding a reader of the converted tensor; those readers read the converted tensor
-    placed = _placed(format_conversions(
-        graph, [nodes[n] for n in opt.device_nodes], product.graph, root=opt.alias,
-        known=opt.known, dtypes=held), tasks, nodes)
+    format_plan = plan_formats(graph, [nodes[n] for n in opt.device_nodes], product.graph,
+                               root=opt.alias, known=opt.known, dtypes=held,
+                               aicpu={n for n, e in engines.items() if e == "AI_CPU"})
+    placed = _placed(list(format_plan.conversions), tasks, nodes)
+    task_formats = _task_formats(tasks, nodes, graph, product, format_plan.five_hd_nodes)
     conversions = _named([conv for _, conv in placed], nodes)
     before: dict[int, list[Conversion]] = {}  # task index -> the conversions run before it
     reads_converted: dict[str, dict[str, str]] = {}  # node -> {tensor: converted tensor}
@@ -374,7 +381,23 @@ def build_device_model(
     return DeviceModel(graph=opt, tasks=task_plans, schedule=sched, memory=memory,
                        issue_mode=issue_mode, unresolved=tuple(sorted(unresolved)),
                        node_task=node_task, buffer_optimize=buffer_optimize,
-                       small_channel=small_channel, conversions=tuple(conversions))
+                       small_channel=small_channel, conversions=tuple(conversions),
+                       formats=task_formats)
+
+
+def _task_formats(tasks: Sequence[Task], nodes: Mapping[str, Any], graph: Graph,
+                  product: Product, five_hd: frozenset[str]
+                  ) -> dict[str, dict[str, str]]:
+    """Task -> its tensors held in a device format (:attr:`DeviceModel.formats`)."""
+    if not five_hd:
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for task in tasks:
+        for m in task.members:
+            if m in five_hd:
+                out.setdefault(task.name, {}).update(
+                    node_formats(nodes[m], graph, product.graph))
+    return out
 
 
 def _placed(conversions: list[Conversion], tasks: Sequence[Task], nodes: Mapping[str, Any]

@@ -30,6 +30,13 @@ DEFAULT_PATTERNS: Mapping[str, tuple[tuple[str, ...], ...]] = {
     # FE's UB fusion of the elementwise epilogue.
     "conv_bn_act": (("Conv2D", "Conv2DTranspose", "DepthwiseConv2D"),
                     ("BatchNorm", "?"), ("Add", "?"), (*ACTIVATIONS, "?")),
+    # A BatchNorm no convolution took (DenseNet's pre-activation BN on a concat) and the
+    # elementwise chain after it (ReLU): one vector task. GE turns an inference BatchNorm
+    # into BNInference (BatchNormBnInferFusionPass) whose kernel supports UB fusion
+    # (bninference_d.py, support_fusion=True) and FE fuses the chain
+    # (TbeEltwiseFusionPass); training's BNTrainingUpdate likewise
+    # (TbeBnupdateEltwiseFusionPass) - CANN 8.1.RC1 fusion_config.json.
+    "bn_act": (("BatchNorm",), (*ELEMENTWISE, "*")),
     # MatMul + bias + GELU spelled with erf (x/sqrt2 -> erf -> +1 -> *x -> *0.5, as torch
     # exports nn.GELU below opset 20): FE's GELU graph fusion, then the matmul epilogue.
     "matmul_bias_gelu": (("MatMulV2", "BatchMatMulV2"), ("Add", "?"), ("Div", "Mul"),

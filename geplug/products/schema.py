@@ -314,6 +314,13 @@ class GraphCaps:
     channel_aligned_op_types: tuple[str, ...] = attrs.field(converter=_tuple, default=())
     """Op types (Concat, Split) that keep NC1HWC0 on the channel axis only when every channel
     count is a multiple of C0; ND otherwise. All three empty: no format conversions."""
+    aicpu_format_agnostic_op_types: tuple[str, ...] = attrs.field(converter=_tuple,
+                                                                  default=())
+    """Op types whose AI CPU kernels take a tensor in any format (``formatAgnostic`` in the
+    AI CPU op-info of every kernel library that has the op): on AI CPU they follow their
+    input's format like any format-agnostic op. Every other op placed on AI CPU reads and
+    writes plain formats, so a 5HD tensor it reads is converted first. Used only when the
+    product declares formats (the three lists above)."""
 
 
 @attrs.frozen(kw_only=True)

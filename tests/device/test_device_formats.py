@@ -11,7 +11,15 @@ import attrs
 import pytest
 
 from geplug.device import Graph, Node, Tensor, build_device_model, optimize
-from geplug.device.formats import FIVE_HD, ND, format_conversions
+from geplug.device.formats import (
+    FIVE_HD,
+    FRACTAL_Z,
+    ND,
+    five_hd_shape,
+    format_conversions,
+    fractal_z_shape,
+    held_shape,
+)
 from geplug.testing.plugin import require_product
 
 pytestmark = pytest.mark.requires_products("atlas_infer")
@@ -370,3 +378,72 @@ def test_the_channel_axis_of_an_onnx_concat_reaches_the_format_rules() -> None:
     graph = device_graph(import_model(nb.shufflenet_v2(batch=1, res=64)))
     concats = [n for n in graph.nodes if n.op_type.startswith("Concat")]
     assert concats and all(n.attrs.get("axis") == 1 for n in concats)
+
+
+def test_layout_shapes_are_the_ones_the_real_stack_reports() -> None:
+    # NC1HWC0: channels in C0 blocks of 16 (32 for a 1-byte type), padded
+    assert five_hd_shape((1, 3, 224, 224), F16) == (1, 1, 224, 224, 16)
+    assert five_hd_shape((2, 58, 8, 8), "int8") == (2, 2, 8, 8, 32)
+    # FRACTAL_Z: (C1 * H * W, ceil(N / 16), 16, C0) - a 64x64 3x3 filter is 36,4,16,16
+    assert fractal_z_shape((64, 64, 3, 3), F16) == (36, 4, 16, 16)
+    assert fractal_z_shape((64, 3, 7, 7), F16) == (49, 4, 16, 16)
+    assert fractal_z_shape((64, 64, 3, 3), "int8") == (18, 4, 16, 32)
+    assert held_shape(ND, (2, 58, 8, 8), F16) == (2, 58, 8, 8)
+    assert held_shape(FRACTAL_Z, (8,), F16) == (8,)  # another rank unchanged
+
+
+def test_tasks_computing_in_5hd_name_each_tensor_they_hold_in_a_device_format() -> None:
+    """The device model records, per task, its 4-D tensors held in NC1HWC0 and the filters
+    held in FRACTAL_Z (what profiles report); an ND task and a plain-only product have
+    none."""
+    nodes, tensors = _shuffle_like(58)
+    m = _model(nodes, tensors, ("x",), ("y",))
+    assert m.formats["c1"] == {"x": FIVE_HD, "w1": FRACTAL_Z, "a": FIVE_HD}
+    assert m.formats["c2"] == {"b": FIVE_HD, "w2": FRACTAL_Z, "y": FIVE_HD}
+    assert "tr" not in m.formats  # the Transpose runs in ND
+    # a format-agnostic op after a convolution computes in 5HD, and its 4-D constant too
+    nodes = [_conv("c", "x", "w", "a"),
+             Node(name="mul", op_type="Mul", inputs=("a", "s"), outputs=("y",))]
+    tensors = [_t("x", (2, 16, 8, 8), "input"), _t("w", (32, 16, 3, 3), "weight"),
+               _t("a", (2, 32, 8, 8)), _t("s", (1, 32, 1, 1), "weight"),
+               _t("y", (2, 32, 8, 8))]
+    m = _model(nodes, tensors, ("x",), ("y",))
+    assert m.formats["mul"] == {"a": FIVE_HD, "s": FIVE_HD, "y": FIVE_HD}
+    bare = attrs.evolve(require_product("atlas_infer"), graph=attrs.evolve(
+        require_product("atlas_infer").graph, five_hd_op_types=(), nd_op_types=(),
+        channel_aligned_op_types=()))
+    assert _model(nodes, tensors, ("x",), ("y",), bare).formats == {}
+
+
+@pytest.mark.parametrize(("op_type", "converted"), [("ReduceMax", True), ("Relu", False)])
+def test_an_ai_cpu_op_reads_plain_formats_unless_its_kernel_is_format_agnostic(
+        op_type: str, converted: bool) -> None:
+    """A convolution's 5HD output read by an op placed on AI CPU: GE's AI CPU kernels take
+    plain formats (a TransData to ND before it, and back to 5HD for the next convolution),
+    except the ones the AI CPU op-info marks format-agnostic (Relu), which follow their
+    input like any agnostic op."""
+    product = require_product("atlas_infer")
+    assert ("Relu" in product.graph.aicpu_format_agnostic_op_types) and (
+        "ReduceMax" not in product.graph.aicpu_format_agnostic_op_types)
+    nodes = [_conv("c1", "x", "w1", "a"),
+             Node(name="cpu", op_type=op_type, inputs=("a",), outputs=("b",)),
+             _conv("c2", "b", "w2", "y")]
+    tensors = [_t("x", (2, 16, 8, 8), "input"), _t("w1", (32, 16, 1, 1), "weight"),
+               _t("a", (2, 32, 8, 8)), _t("b", (2, 32, 8, 8)),
+               _t("w2", (16, 32, 1, 1), "weight"), _t("y", (2, 16, 8, 8))]
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=("x",),
+              outputs=("y",))
+    on_cpu = {"cpu": SimpleNamespace(engine="AI_CPU")}
+    m = build_device_model(optimize(g, product.graph), product, on_cpu, check_memory=False,
+                           fusion=False)
+    got = [(c.tensor, c.source, c.target, c.consumer) for c in m.conversions]
+    if converted:
+        assert got == [("a", FIVE_HD, ND, "cpu"), ("b", ND, FIVE_HD, "c2")]
+        assert "cpu" not in m.formats  # its row reports plain formats
+    else:
+        assert got == []
+        assert m.formats["cpu"] == {"a": FIVE_HD, "b": FIVE_HD}
+    # on AI Core the same reduction is format-agnostic: no conversion
+    on_core = build_device_model(optimize(g, product.graph), product, check_memory=False,
+                                 fusion=False)
+    assert on_core.conversions == ()

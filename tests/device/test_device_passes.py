@@ -70,6 +70,42 @@ def test_a_matmul_bias_relu_chain_is_one_task_named_as_fe_names_fused_ops() -> N
     assert model.node_task["relu"] == "mmaddrelu"
 
 
+@pytest.mark.parametrize("pname", ["atlas_a2", "atlas_infer", "atlas_train"])
+def test_a_batchnorm_no_convolution_took_fuses_with_its_activation(pname: str) -> None:
+    """DenseNet's pre-activation BatchNorm on a concat and its ReLU are one vector task
+    (GE's BNInference + FE's elementwise UB fusion: the products' ``bn_act``); a BatchNorm
+    after a convolution still joins the convolution (``conv_bn_act`` comes first)."""
+    product = require_product(pname)
+    assert "bn_act" in product.graph.fusion
+    stats = ("sc", "bi", "mu", "va")
+    tensors = [_t("x", (1, 32, 8, 8), "input"), _t("f", (1, 32, 8, 8), "input"),
+               _t("c", (1, 64, 8, 8)), _t("n", (1, 64, 8, 8)), _t("r", (1, 64, 8, 8)),
+               _t("w", (16, 64, 1, 1), "weight"), _t("k", (1, 16, 8, 8)),
+               _t("n2", (1, 16, 8, 8)), _t("y", (1, 16, 8, 8)),
+               *(_t(s, (64,), "weight") for s in stats),
+               *(_t(s + "2", (16,), "weight") for s in stats)]
+    nodes = [Node(name="cat", op_type="Concat", inputs=("x", "f"), outputs=("c",),
+                  attrs={"axis": 1}),
+             Node(name="bn", op_type="BatchNorm", inputs=("c", *stats), outputs=("n",)),
+             Node(name="relu", op_type="Relu", inputs=("n",), outputs=("r",)),
+             Node(name="conv", op_type="Conv2D", inputs=("r", "w"), outputs=("k",),
+                  attrs={"group": 1}),
+             Node(name="bn2", op_type="BatchNorm", inputs=("k", *(s + "2" for s in stats)),
+                  outputs=("n2",)),
+             Node(name="relu2", op_type="Relu", inputs=("n2",), outputs=("y",))]
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors},
+              inputs=("x", "f"), outputs=("y",))
+    model = build_device_model(optimize(g, product.graph), product, check_memory=False)
+    tasks = [(p.task.members, p.task.pattern) for p in model.tasks if not p.task.inserted]
+    assert tasks == [(("cat",), ""), (("bn", "relu"), "bn_act"),
+                     (("conv", "bn2", "relu2"), "conv_bn_act")]
+    unfused = build_device_model(optimize(g, product.graph), product, check_memory=False,
+                                 fusion=False)
+    fused_bn = next(p for p in model.tasks if p.name == "bnrelu")
+    alone = sum(p.duration_ns for p in unfused.tasks if p.name in ("bn", "relu"))
+    assert fused_bn.duration_ns < alone  # one launch and no round trip of n
+
+
 def test_fusion_off_keeps_one_task_per_device_node() -> None:
     product = require_product("atlas_a2")
     opt = optimize(_graph(constant_as_node=False), CAPS)

@@ -227,8 +227,10 @@ def test_advisor_shows_full_shapes_and_geplugs_op_durations(cluster):
                         recursive=True)
     with zipfile.ZipFile(xlsx) as z:
         strings = z.read("xl/sharedStrings.xml").decode()
-    assert "shape: 1,32,64,64 " in strings  # pool1's input, not cut by one char at each end
-    assert '"1,32,64,64"' in strings
+    # pool1's input, 1x32x64x64 held in NC1HWC0 (two C0 blocks of 16), not cut by one
+    # char at each end
+    assert "shape: 1,2,64,64,16 " in strings
+    assert '"1,2,64,64,16"' in strings
     # the advisor's core-count check lists the tasks whose block dim is not a multiple of
     # the AI cores (AI_CORE) or vector cores (AI_VECTOR_CORE): the longest such task as
     # geplug recorded it (name, shapes and block dim all come from the device model: fusion

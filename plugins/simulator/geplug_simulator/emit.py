@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from geplug.device import copy_us
+from geplug.device.formats import held_shape
 from geplug.errors import AICoreError, GeplugWarning
 from geplug.events import (
     ApiCall,
@@ -369,12 +370,17 @@ class StepEmitter:
                 if conv is not None:  # a TransData: each side in its own layout
                     layout = conv.event_layout()
                 else:
-                    in_shapes = [_shape(types, r.source) for r in refs_in]
-                    out_shapes = [_shape(types, r.source) for r in refs_out]
+                    held = c.device.formats.get(op.name, {})
+                    ins = [(_shape(types, r.source), held.get(r.source), r.dtype)
+                           for r in refs_in]
+                    outs = [(_shape(types, r.source), held.get(r.source), r.dtype)
+                            for r in refs_out]
                     layout = {
-                        "input_shapes": in_shapes, "output_shapes": out_shapes,
-                        "input_formats": [format_of(op.op_type, len(s)) for s in in_shapes],
-                        "output_formats": [format_of(op.op_type, len(s)) for s in out_shapes]}
+                        "input_shapes": [held_shape(f, s, d) if f else s for s, f, d in ins],
+                        "output_shapes": [held_shape(f, s, d) if f else s for s, f, d in outs],
+                        "input_formats": [f or format_of(op.op_type, len(s)) for s, f, _ in ins],
+                        "output_formats": [f or format_of(op.op_type, len(s))
+                                           for s, f, _ in outs]}
                 task = task_fields(TaskEvent(
                     run=placeholder, op=op, start_us=0.0, duration_us=cost.duration_us,
                     wait_us=0.0, flops=cost.flops, bytes_moved=cost.bytes_moved,

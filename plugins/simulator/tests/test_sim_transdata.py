@@ -91,6 +91,28 @@ def test_each_transdata_is_a_profiled_task_with_each_side_in_its_format(tmp_path
         float(first["Task Duration(us)"]) - 1e-3
 
 
+def test_ops_computing_in_5hd_report_their_tensors_as_the_device_holds_them(tmp_path
+                                                                          ) -> None:
+    """A convolution's row shows its data input and output in NC1HWC0 with the 5-D shape
+    and its filter in FRACTAL_Z, as the real op_summary does; the ND Transpose keeps its
+    logical shapes (a product that declares no formats: the next test)."""
+    system = _open(str(tmp_path))
+    try:
+        system.compile(_shuffle()).run({"x": np.ones((2, 16, 8, 8), np.float32)})
+    finally:
+        system.shutdown()
+    rows = {r["Op Name"]: r for r in _op_summary(str(tmp_path))}
+    c1, tr, c2 = rows["c1"], rows["tr"], rows["c2"]
+    # x: 16 channels = one C0 block; w1 (58, 16, 1, 1): C1*H*W = 1, ceil(58/16) = 4
+    assert c1["Input Formats"] == "FORMAT_NC1HWC0;FORMAT_FRACTAL_Z"
+    assert c1["Input Shapes"].strip('"') == "2,1,8,8,16;1,4,16,16"
+    assert (c1["Output Formats"], c1["Output Shapes"].strip('"')) == ("FORMAT_NC1HWC0",
+                                                                      "2,4,8,8,16")
+    assert (tr["Input Formats"], tr["Input Shapes"].strip('"')) == ("FORMAT_ND", "2,58,8,8")
+    # w2 (16, 58, 1, 1): C1 = ceil(58/16) = 4 -> 4*1*1, ceil(16/16) = 1
+    assert c2["Input Shapes"].strip('"') == "2,4,8,8,16;4,1,16,16"
+
+
 def test_each_transdata_is_dumped_with_the_tensor_it_converts(tmp_path) -> None:
     system = _open(str(tmp_path))
     try:
@@ -129,7 +151,12 @@ def test_a_product_without_formats_runs_no_transdata(tmp_path) -> None:
     finally:
         system.shutdown()
     assert compiled.device.conversions == ()
-    assert not any(r["OP Type"] == "TransData" for r in _op_summary(str(tmp_path)))
+    rows = _op_summary(str(tmp_path))
+    assert not any(r["OP Type"] == "TransData" for r in rows)
+    # and every tensor is reported in its logical shape: the convolutions' in NCHW
+    c1 = {r["Op Name"]: r for r in rows}["c1"]
+    assert (c1["Input Formats"], c1["Input Shapes"].strip('"')) == (
+        "FORMAT_NCHW;FORMAT_NCHW", "2,16,8,8;58,16,1,1")
 
 
 def test_a_conversion_that_run_time_shapes_add_is_profiled(tmp_path) -> None:

@@ -25,6 +25,7 @@ from geplug_simulator.emit import format_of, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
 
 from geplug.device import copy_us
+from geplug.device.formats import held_shape
 from geplug.events import ApiCall, DumpEvent, TaskEvent, TensorRecord
 
 if TYPE_CHECKING:
@@ -211,17 +212,26 @@ class GraphEmitter:
 
 
 def _layouts(op: GraphOp) -> dict[str, Any]:
-    """The shapes and formats of ``op``'s task event: its tensors' logical shapes in the
-    format its op type reports; a TransData's each side as the device holds it (5HD as
-    ``(N, C1, H, W, C0)`` in ``NC1HWC0``, the plain side ``NCHW`` when 4-D, else ``ND``), as
-    the real ``ge_task_data`` shows it (``Conversion.event_layout``)."""
+    """The shapes and formats of ``op``'s task event, each tensor as the device holds it:
+    one in a device format (``GraphOp.formats``: 5HD as ``(N, C1, H, W, C0)`` in
+    ``NC1HWC0``, a convolution's filter in ``FRACTAL_Z``) with that layout's shape, any
+    other with its logical shape in the format its op type reports; a TransData's each
+    side likewise (``Conversion.event_layout``), as the real ``ge_task_data`` shows them."""
     if op.conversion is not None:
         return op.conversion.event_layout()
     kind = op.record.op_type
-    return {"input_shapes": [m.shape for m in op.inputs],
-            "input_formats": [format_of(kind, len(m.shape)) for m in op.inputs],
-            "output_shapes": [m.shape for m in op.outputs],
-            "output_formats": [format_of(kind, len(m.shape)) for m in op.outputs]}
+    held = op.formats
+
+    def shapes(metas: tuple[TensorMeta, ...], *, out: bool) -> list[tuple[int, ...]]:
+        return [held_shape(held[m.name], tuple(m.shape), _device_dtype(op, m, out=out))
+                if m.name in held else m.shape for m in metas]
+
+    return {"input_shapes": shapes(op.inputs, out=False),
+            "input_formats": [held.get(m.name) or format_of(kind, len(m.shape))
+                              for m in op.inputs],
+            "output_shapes": shapes(op.outputs, out=True),
+            "output_formats": [held.get(m.name) or format_of(kind, len(m.shape))
+                               for m in op.outputs]}
 
 
 def _holder(op: GraphOp, name: str) -> str:

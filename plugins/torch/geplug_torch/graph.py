@@ -21,7 +21,7 @@ code, as fast as eager PyTorch for ops that keep their dtype.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -78,6 +78,9 @@ class GraphOp:
     conversion: Conversion | None = None
     """The format conversion a TransData task runs (``None`` for a task of graph nodes):
     each side's shape and format in profiles and kernel_meta."""
+    formats: Mapping[str, str] = attrs.field(factory=dict)
+    """Its tensors the device holds in a device format (``NC1HWC0``, ``FRACTAL_Z``), by
+    name (``DeviceModel.formats``): their format and shape in profiles."""
 
 
 @attrs.frozen(kw_only=True)
@@ -159,7 +162,7 @@ def _lower(fx_node: Any, d: OpDecision) -> bool:
 
 def _node_op(plan: TaskPlan, task_id: int, by_node: dict[str, OpDecision],
              opt: OptimizedGraph, fxg: FxGraph, name_prefix: str,
-             placeholders: frozenset[str]) -> GraphOp:
+             placeholders: frozenset[str], formats: Mapping[str, str]) -> GraphOp:
     """The :class:`GraphOp` of a task that runs graph nodes (one aten op, or a fused chain):
     its first member's decision (a fused task's renamed after the task) and aten call."""
     task = plan.task
@@ -185,7 +188,8 @@ def _node_op(plan: TaskPlan, task_id: int, by_node: dict[str, OpDecision],
         duration_us=plan.duration_ns / 1000.0, flops=c.flops, bytes_moved=c.bytes_moved,
         cube_fraction=c.cube_fraction, inputs=ins, outputs=outs, call=call,
         call_inputs=ins if split is None else tuple(fxg.metas[t] for t in split
-                                                   if t in fxg.metas))
+                                                   if t in fxg.metas),
+        formats=formats)
 
 
 def _conversion_op(plan: TaskPlan, task_id: int, conv: Conversion, host: GraphOp,
@@ -224,7 +228,8 @@ def _graph_ops(device: DeviceModel, by_node: dict[str, OpDecision], opt: Optimiz
     plans = device.tasks
     placeholders = frozenset(fxg.placeholders)
     ids = [system.next_task_id() for _ in plans]
-    built = {p.name: _node_op(p, i, by_node, opt, fxg, name_prefix, placeholders)
+    built = {p.name: _node_op(p, i, by_node, opt, fxg, name_prefix, placeholders,
+                              device.formats.get(p.name, {}))
              for p, i in zip(plans, ids, strict=True) if not p.task.inserted}
     ops: list[GraphOp] = []
     for plan, task_id in zip(plans, ids, strict=True):

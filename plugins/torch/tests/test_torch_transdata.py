@@ -169,6 +169,15 @@ def test_atlas_infer_profiles_dumps_and_kernel_meta_show_each_side_of_a_transdat
                                                                   "FORMAT_NC1HWC0")
     assert second["Input Data Types"] == second["Output Data Types"] == "DT_FLOAT16"
     assert second["Task Type"] == "AI_CORE"
+    # the convolution's own row: data in and out in NC1HWC0 (5-D), its (58, 16, 3, 3) filter
+    # in FRACTAL_Z (C1*H*W = 9, ceil(58/16) = 4), the bias plain
+    conv = next(r for r in rows if r["OP Type"] == "Conv2D")
+    assert conv["Input Formats"] == "FORMAT_NC1HWC0;FORMAT_FRACTAL_Z;FORMAT_ND"
+    assert conv["Input Shapes"].strip('"') == "2,1,8,8,16;9,4,16,16;58"
+    assert (conv["Output Formats"], conv["Output Shapes"].strip('"')) == (
+        "FORMAT_NC1HWC0", "2,4,8,8,16")
+    (transpose,) = (r for r in rows if r["OP Type"] == "Transpose")
+    assert transpose["Input Formats"] == "FORMAT_ND"
     # the dump holds the logical array: the conversion changes no value
     files = sorted(glob.glob(str(tmp_path / "dump" / "**" / "TransData.*"), recursive=True))
     assert [os.path.basename(f).split(".")[1] for f in files] == [
