@@ -22,8 +22,11 @@ none gets no conversions. The rules:
   otherwise; on another axis it is format-agnostic;
 - every **other op** is format-agnostic: it computes in the format of its first 4-D data
   input (its other 4-D inputs converted to it) and writes that format;
+- a **5HD op's filter** (a 4-D input after its data input: a convolution's weight) is read
+  in FRACTAL_Z: a filter a node computes (weight normalisation) is converted to it;
 - a **view** (Reshape, Flatten, ...: no task) that changes a 4-D tensor's rank or channel
-  count cannot relabel a 5HD tensor: its reader sees the tensor in ND (converted first);
+  count cannot relabel a 5HD tensor: its reader sees the tensor in ND (converted first),
+  and a reader in another format converts the view, in the view's shape, from there;
 - **weights and constants** are converted when the model is built (no task); **graph
   inputs** are taken in the format their first reader needs (an agnostic first reader takes
   it plain) and held so: no TransData of the input. The published rows geplug is validated
@@ -41,6 +44,7 @@ reads the converted tensor; every later reader in that format reads its output
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,7 +54,7 @@ from geplug.device.cost import _dims
 from geplug.device.ir import DTYPE_BYTES, Graph, Node, numel
 from geplug.products.schema import GraphCaps
 
-__all__ = ["FIVE_HD", "FRACTAL_Z", "ND", "TRANSDATA", "Conversion", "FormatPlan",
+__all__ = ["FIVE_HD", "FRACTAL_Z", "ND", "TRANSDATA", "Conversion", "FormatPlan", "Layout",
            "five_hd_shape", "format_conversions", "fractal_z_shape", "held_shape",
            "node_formats", "plan_formats", "reported_format"]
 
@@ -82,6 +86,8 @@ class Conversion:
     """The tensor's (logical) shape."""
     dtype: str = ""
     """The dtype the tensor is held in."""
+    group: int = 1
+    """The groups of the convolution whose filter it is (a FRACTAL_Z target's layout)."""
 
     @property
     def output(self) -> str:
@@ -89,8 +95,9 @@ class Conversion:
         return f"{self.name}:0"
 
     def shape_in(self, fmt: str) -> tuple[int, ...]:
-        """The tensor's shape as held in ``fmt``: 5HD ``(N, C1, H, W, C0)``, else logical."""
-        return five_hd_shape(self.shape, self.dtype) if fmt == FIVE_HD else self.shape
+        """The tensor's shape as held in ``fmt``: 5HD ``(N, C1, H, W, C0)``, FRACTAL_Z its
+        fractals (:func:`fractal_z_shape`), else logical."""
+        return held_shape(fmt, self.shape, self.dtype, self.group)
 
     def bytes_in(self, fmt: str) -> int:
         """The tensor's bytes as held in ``fmt`` (5HD padded to whole C0 blocks)."""
@@ -116,6 +123,20 @@ def reported_format(fmt: str, rank: int) -> str:
     return "NCHW" if rank == 4 else "ND"
 
 
+@attrs.frozen
+class Layout:
+    """How the device holds one tensor of a task: its ``format`` (``NC1HWC0``,
+    ``FRACTAL_Z``) and, for a filter, its convolution's ``group`` (the fractal layout
+    merges groups)."""
+
+    format: str
+    group: int = 1
+
+    def shape(self, logical: tuple[int, ...], dtype: str) -> tuple[int, ...]:
+        """``logical`` as held in this layout (``dtype``: the dtype the device holds)."""
+        return held_shape(self.format, logical, dtype, self.group)
+
+
 def _c0(dtype: str) -> int:
     """The channel block of a tensor stored in NC1HWC0: 16 elements, 32 for 1-byte types
     (the format's C0, which the concat/split alignment rules use; not the cube fractal's
@@ -133,31 +154,44 @@ def five_hd_shape(shape: tuple[int, ...], dtype: str) -> tuple[int, ...]:
     return (n, -(-c // c0), h, w, c0)
 
 
-def fractal_z_shape(shape: tuple[int, ...], dtype: str) -> tuple[int, ...]:
-    """A 4-D filter ``(N, C, H, W)`` as FRACTAL_Z ``(C1 * H * W, ceil(N / 16), 16, C0)``
-    (the cube's weight fractals: C1 = ceil(C / C0); a 64x64 3x3 float16 filter is
-    ``36,4,16,16``); another rank unchanged."""
+def fractal_z_shape(shape: tuple[int, ...], dtype: str, group: int = 1
+                    ) -> tuple[int, ...]:
+    """A 4-D filter ``(N, C, H, W)`` (C the input channels per group) as FRACTAL_Z: the
+    cube's weight fractals, ``(C1 * H * W, ceil(N / 16), 16, C0)`` with C1 = ceil(C / C0)
+    (a 64x64 3x3 float16 filter is ``36,4,16,16``). A grouped filter merges ``enlarge``
+    groups into one block-diagonal filter, ``enlarge = min(lcm(C0 / gcd(C, C0),
+    16 / gcd(N / group, 16)), group)``: ``(ceil(group / enlarge) * ceil(C * enlarge / C0) *
+    H * W, ceil(N / group * enlarge / 16), 16, C0)`` (GE's ``GetFractalZShape``; the same
+    merge :func:`geplug.device.cost.cube_shape` costs: a 32-channel depthwise 3x3 filter is
+    ``18,1,16,16``). Another rank unchanged."""
     if len(shape) != 4:
         return shape
     c0 = _c0(dtype)
     n, c, h, w = shape
+    c = max(c, 1)
+    if group > 1:
+        cout = max(n // group, 1)
+        enlarge = min(math.lcm(c0 // math.gcd(c, c0), 16 // math.gcd(cout, 16)), group)
+        return (-(-group // enlarge) * -(-(c * enlarge) // c0) * h * w,
+                -(-(cout * enlarge) // 16), 16, c0)
     return (-(-c // c0) * h * w, -(-n // 16), 16, c0)
 
 
-def held_shape(fmt: str, shape: tuple[int, ...], dtype: str) -> tuple[int, ...]:
-    """``shape`` (logical) as the device holds it in ``fmt``."""
+def held_shape(fmt: str, shape: tuple[int, ...], dtype: str, group: int = 1
+               ) -> tuple[int, ...]:
+    """``shape`` (logical) as the device holds it in ``fmt`` (``group``: a filter's)."""
     if fmt == FIVE_HD:
         return five_hd_shape(shape, dtype)
     if fmt == FRACTAL_Z:
-        return fractal_z_shape(shape, dtype)
+        return fractal_z_shape(shape, dtype, group)
     return shape
 
 
 def _conversion(graph: Graph, name: str, source: str, target: str, consumer: str,
-                dtype: str) -> Conversion:
-    """The conversion of tensor ``name``: it moves its ND size plus its 5HD size."""
+                dtype: str, group: int = 1) -> Conversion:
+    """The conversion of tensor ``name``: it moves its size in each of the two formats."""
     conv = Conversion(name, source, target, consumer, 0, (consumer,), "",
-                      _dims(graph, name), dtype)
+                      _dims(graph, name), dtype, group)
     return attrs.evolve(conv, bytes_moved=conv.bytes_in(source) + conv.bytes_in(target))
 
 
@@ -237,13 +271,14 @@ def plan_formats(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
     five_hd_nodes: list[str] = []
     inputs = set(graph.inputs)
 
-    def convert(base: str, source: str, target: str, consumer: str) -> None:
+    def convert(base: str, source: str, target: str, consumer: str, group: int = 1) -> None:
         k = done.get((base, target))
         if k is None:
             done[(base, target)] = len(out)
             readers.append([consumer])
             out.append(_conversion(graph, base, source, target, consumer,
-                                   dtypes.get(base) or _dtype(graph, base)))
+                                   dtypes.get(root.get(base, base))
+                                   or _dtype(graph, base), group))
         elif readers[k][-1] != consumer:
             readers[k].append(consumer)
 
@@ -251,7 +286,8 @@ def plan_formats(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
         target = (ND if node.name in aicpu
                   and node.op_type not in caps.aicpu_format_agnostic_op_types
                   else _wants(node, graph, caps, dtypes))
-        for name in node.inputs:
+        cube = node.op_type in caps.five_hd_op_types
+        for k, name in enumerate(node.inputs):
             if not name:
                 continue
             base = root.get(name, name)
@@ -262,17 +298,22 @@ def plan_formats(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                 # a graph input is taken as its first reader needs it (plain for an agnostic
                 # one: the module docstring) and is held so; anything else unwritten is plain
                 have = held[base] = (target or ND) if base in inputs else ND
+            src = base  # the tensor a conversion rewrites
             if have == FIVE_HD and base != name:
                 shape, base_shape = _dims(graph, name), _dims(graph, base)
                 if shape != base_shape and (len(shape) != 4 or len(base_shape) != 4
                                             or shape[1] != base_shape[1]):
                     convert(base, FIVE_HD, ND, node.name)  # a reshaping view reads it in ND
                     have = ND
+                    src = name  # and a reader in another format converts the view's shape
+            # a 5HD op's filter (a 4-D input after its data input) is read in FRACTAL_Z
+            want = FRACTAL_Z if cube and k > 0 and target == FIVE_HD else target
             if not target:
                 if len(_dims(graph, name)) == 4:
                     target = have  # a format-agnostic op follows its first 4-D data input
-            elif have and have != target and len(_dims(graph, name)) == 4:
-                convert(base, have, target, node.name)
+            elif have and have != want and len(_dims(graph, name)) == 4:
+                convert(src, have, want, node.name,
+                        int(node.attrs.get("group", 1) or 1) if want == FRACTAL_Z else 1)
         if target == FIVE_HD:  # only a 4-D output can be held in 5HD
             five_hd_nodes.append(node.name)
             for t in node.outputs:
@@ -287,20 +328,25 @@ def plan_formats(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                       frozenset(five_hd_nodes))
 
 
-def node_formats(node: Node, graph: Graph, caps: GraphCaps) -> dict[str, str]:
-    """The device formats of the 4-D tensors a node computing in 5HD reads and writes, by
+def node_formats(node: Node, graph: Graph, caps: GraphCaps) -> dict[str, Layout]:
+    """The device layouts of the 4-D tensors a node computing in 5HD reads and writes, by
     the names it spells them with: NC1HWC0, except the filter of a 5HD op (a 4-D input
-    after its data input: a convolution's weight) in FRACTAL_Z. Its other tensors are
-    plain (ND)."""
-    out: dict[str, str] = {}
+    after its data input: a convolution's weight) in FRACTAL_Z with the node's groups. Its
+    other tensors are plain (ND)."""
+    out: dict[str, Layout] = {}
     cube = node.op_type in caps.five_hd_op_types
+    five_hd = _FIVE_HD_LAYOUT
     for k, t in enumerate(node.inputs):
         if t and len(_dims(graph, t)) == 4:
-            out[t] = FRACTAL_Z if cube and k > 0 else FIVE_HD
+            out[t] = Layout(FRACTAL_Z, int(node.attrs.get("group", 1) or 1)) \
+                if cube and k > 0 else five_hd
     for t in node.outputs:
         if t and len(_dims(graph, t)) == 4:
-            out[t] = FIVE_HD
+            out[t] = five_hd
     return out
+
+
+_FIVE_HD_LAYOUT = Layout(FIVE_HD)
 
 
 def _dtype(graph: Graph, name: str) -> str:

@@ -34,7 +34,7 @@ from geplug.device.cost import (
     task_cost,
     with_ai_cores,
 )
-from geplug.device.formats import TRANSDATA, Conversion, node_formats, plan_formats
+from geplug.device.formats import TRANSDATA, Conversion, Layout, node_formats, plan_formats
 from geplug.device.ir import Graph, dtype_bytes, numel
 from geplug.device.memory import MemoryPlan, check_fits, plan_memory
 from geplug.device.passes import OptimizedGraph, Task, fuse
@@ -94,11 +94,12 @@ class DeviceModel:
     conversions: tuple[Conversion, ...] = ()
     """The format conversions (TransData) GE inserts, each a task of its own in ``tasks``
     (named as :attr:`Conversion.name`; :mod:`geplug.device.formats`)."""
-    formats: Mapping[str, Mapping[str, str]] = attrs.field(repr=False, factory=dict)
+    formats: Mapping[str, Mapping[str, Layout]] = attrs.field(repr=False, factory=dict)
     """Task -> the tensors it reads or writes in a device format (``NC1HWC0``,
-    ``FRACTAL_Z``), by the names its nodes spell them with; every other tensor is plain.
-    Only tasks with a node computing in 5HD appear (:func:`geplug.device.formats.node_formats`):
-    what profiles report as each tensor's format and shape."""
+    ``FRACTAL_Z``: a :class:`~geplug.device.formats.Layout`), by the names its nodes spell
+    them with; every other tensor is plain. Only tasks with a node computing in 5HD appear
+    (:func:`geplug.device.formats.node_formats`): what profiles report as each tensor's
+    format and shape."""
 
     @property
     def makespan_us(self) -> float:
@@ -245,10 +246,19 @@ def build_device_model(
     conversions = _named([conv for _, conv in placed], nodes)
     before: dict[int, list[Conversion]] = {}  # task index -> the conversions run before it
     reads_converted: dict[str, dict[str, str]] = {}  # node -> {tensor: converted tensor}
+    # a conversion of a tensor already converted to its source format (a reshaping view of
+    # a 5HD tensor: converted to ND, viewed, converted back) reads that conversion's output
+    conv_reads: dict[str, str] = {}
+    latest: dict[tuple[str, str], str] = {}  # (tensor, format) -> the conversion writing it
     for (index, _), conv in zip(placed, conversions, strict=True):
         before.setdefault(index, []).append(conv)
+        base = opt.root(conv.tensor)
+        src = latest.get((base, conv.source))
+        if src is not None:
+            conv_reads[conv.name] = src
+        latest[(base, conv.target)] = conv.output
         for r in conv.readers:
-            reads_converted.setdefault(r, {})[conv.tensor] = conv.output
+            reads_converted.setdefault(r, {})[base] = conv.output
     task_reads: dict[int, tuple[str, ...]] = {}  # plan index -> its reads, when converted
     # a task's cost is a pure function of its members' op types, works, dtypes and op
     # classes, its engine and bytes: computed once per distinct key in this build (real
@@ -287,6 +297,8 @@ def build_device_model(
         node_task.update(dict.fromkeys(task.members, task.name))
         if conversions:
             for conv in before.get(index, ()):
+                if conv.name in conv_reads:
+                    task_reads[len(plans)] = (conv_reads[conv.name],)
                 plans.append((conversion_task(conv), conversion_cost(
                     conv, product, issue_mode), "AI_CORE", conv.dtype, ()))
             subs: dict[str, str] = {}
@@ -315,6 +327,8 @@ def build_device_model(
         j = producer.get(tensor)
         if j is None:
             j = copy_item.get(tensor)
+        if j is None and tensor in opt.alias:  # a view (a conversion may read one)
+            j = producer.get(opt.alias[tensor])
         if j is not None and j < i:  # a later or unknown producer: no dependency
             dep_item.append(i)
             dep_on.append(j)
@@ -387,11 +401,11 @@ def build_device_model(
 
 def _task_formats(tasks: Sequence[Task], nodes: Mapping[str, Any], graph: Graph,
                   product: Product, five_hd: frozenset[str]
-                  ) -> dict[str, dict[str, str]]:
+                  ) -> dict[str, dict[str, Layout]]:
     """Task -> its tensors held in a device format (:attr:`DeviceModel.formats`)."""
     if not five_hd:
         return {}
-    out: dict[str, dict[str, str]] = {}
+    out: dict[str, dict[str, Layout]] = {}
     for task in tasks:
         for m in task.members:
             if m in five_hd:

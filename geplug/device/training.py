@@ -24,7 +24,10 @@ stack runs more work, derived here per forward task from the same cost functions
   dx): 2 forward and 5 (no activation) or ~6 backward passes over the convolution's output.
   dy' is the one intermediate the derivation introduces that nothing saves: when the two
   tasks' bytes per batch slice fit in the product's L2, its write and read move at L2
-  bandwidth (the on-chip reuse rule of :func:`geplug.device.cost.l2_resident_bytes`).
+  bandwidth (the on-chip reuse rule of :func:`geplug.device.cost.l2_resident_bytes`). A
+  BatchNorm no convolution took (fused with its activation chain, ``bn_act``) is the
+  BNTrainingUpdate task itself, with a BNTrainingReduce pass (read x) before it and the
+  same two gradient tasks.
 - **forward tasks** cost as without L2 reuse (``TaskCost.duration_no_l2_us``): their
   activations are saved for the backward, so they reach memory.
 - **weight gradients** with a long reduction (K = batch x spatial) and few output blocks
@@ -226,32 +229,42 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
                     if not w.gemms and n.op_type not in _BN]
         y = _output_bytes(model, plan)
         if any(n.op_type in _BN for n in members):
-            # BNTrainingUpdateGrad reads dy and x; with an activation its gradient is fused
-            # in (reads the activation's bit mask, writes dy' for BNTrainingReduceGrad).
-            # BNTrainingReduceGrad: read dy', x; write dx
-            passes = 2.0 + ((1.0 + _MASK) if epilogue else 0.0)
-            # dy' lives from BNTrainingUpdateGrad to BNTrainingReduceGrad and is saved by
-            # nothing: the on-chip reuse rule decides whether it stays in L2 (its write
-            # and its read), as for the intermediates of a forward graph (not under
-            # buffer_optimize=off_optimize)
-            reuse = epilogue and model.buffer_optimize == "l2_optimize"
-            inner = y if reuse and _l2_window_fits(
-                (passes + 3.0) * y, _batch(model, plan), product) else 0.0
-            out.append(_vector_task(f"{plan.name}_bn_update_grad", "BNTrainingUpdateGrad",
-                                    "backward", passes * y, 0.0, product, overhead, inner))
-            out.append(_vector_task(f"{plan.name}_bn_reduce_grad", "BNTrainingReduceGrad",
-                                    "backward", 3 * y, 0.0, product, overhead, inner))
+            out += _bn_backward(model, plan, bool(epilogue), y, product, overhead)
         elif epilogue:
             out.append(_vector_task(f"{plan.name}_epilogue_grad",
                                     f"{epilogue[-1].op_type}Grad", "backward", 3 * y, 0.0,
                                     product, overhead))
         return out
+    if any(n.op_type in _BN for n in members):
+        # a BatchNorm no convolution took, with the activation chain fused after it
+        # (``bn_act``): the same two gradient tasks as a convolution's BatchNorm
+        act = any(n.op_type not in _BN for n in members)
+        return _bn_backward(model, plan, act, _output_bytes(model, plan), product, overhead)
     norm = any(n.op_type in _NORM for n in members)
     factor = 2.5 if norm else 1.5
     flops = plan.cost.flops * (2.0 if norm else 1.0)
     out.append(_vector_task(f"{plan.name}_grad", f"{plan.task.op_type}Grad", "backward",
                             factor * fwd_bytes, flops, product, overhead))
     return out
+
+
+def _bn_backward(model: DeviceModel, plan: TaskPlan, act: bool, y: float, product: Product,
+                 overhead: float) -> list[TrainingTask]:
+    """A BatchNorm's backward over its output of ``y`` bytes (``act``: an activation fused
+    after it): BNTrainingUpdateGrad reads dy and x; with an activation its gradient is
+    fused in (reads the activation's bit mask, writes dy' for BNTrainingReduceGrad).
+    BNTrainingReduceGrad: read dy', x; write dx."""
+    passes = 2.0 + ((1.0 + _MASK) if act else 0.0)
+    # dy' lives from BNTrainingUpdateGrad to BNTrainingReduceGrad and is saved by nothing:
+    # the on-chip reuse rule decides whether it stays in L2 (its write and its read), as
+    # for the intermediates of a forward graph (not under buffer_optimize=off_optimize)
+    reuse = act and model.buffer_optimize == "l2_optimize"
+    inner = y if reuse and _l2_window_fits(
+        (passes + 3.0) * y, _batch(model, plan), product) else 0.0
+    return [_vector_task(f"{plan.name}_bn_update_grad", "BNTrainingUpdateGrad", "backward",
+                         passes * y, 0.0, product, overhead, inner),
+            _vector_task(f"{plan.name}_bn_reduce_grad", "BNTrainingReduceGrad", "backward",
+                         3 * y, 0.0, product, overhead, inner)]
 
 
 def training_step(model: DeviceModel, product: Product, *, optimizer: str = "momentum",
@@ -283,6 +296,13 @@ def training_step(model: DeviceModel, product: Product, *, optimizer: str = "mom
             forward.append(_vector_task(f"{plan.name}_bn_update", "BNTrainingUpdate",
                                         "forward", (2.0 + (_MASK if act else 0.0)) * y, 0.0,
                                         product, overhead))
+        elif any(nodes[m].op_type in _BN for m in plan.task.members):
+            # a BatchNorm no convolution took: the task is BNTrainingUpdate (with its
+            # activation chain); its batch statistics are a pass of their own before it
+            # (BNTrainingReduce: read x)
+            forward.append(_vector_task(f"{plan.name}_bn_reduce", "BNTrainingReduce",
+                                        "forward", _output_bytes(model, plan), 0.0, product,
+                                        overhead))
         backward[:0] = _backward(model, plan, product, overhead)  # reverse order
     for node in graph.nodes:
         if node.op_type in _DROPOUT and node.outputs:

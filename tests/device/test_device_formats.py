@@ -15,6 +15,7 @@ from geplug.device.formats import (
     FIVE_HD,
     FRACTAL_Z,
     ND,
+    Layout,
     five_hd_shape,
     format_conversions,
     fractal_z_shape,
@@ -24,6 +25,7 @@ from geplug.testing.plugin import require_product
 
 pytestmark = pytest.mark.requires_products("atlas_infer")
 F16 = "float16"
+L5 = Layout(FIVE_HD)
 
 
 def _t(name: str, shape: tuple[int, ...], kind: str = "activation") -> Tensor:
@@ -398,8 +400,8 @@ def test_tasks_computing_in_5hd_name_each_tensor_they_hold_in_a_device_format() 
     none."""
     nodes, tensors = _shuffle_like(58)
     m = _model(nodes, tensors, ("x",), ("y",))
-    assert m.formats["c1"] == {"x": FIVE_HD, "w1": FRACTAL_Z, "a": FIVE_HD}
-    assert m.formats["c2"] == {"b": FIVE_HD, "w2": FRACTAL_Z, "y": FIVE_HD}
+    assert m.formats["c1"] == {"x": L5, "w1": Layout(FRACTAL_Z, 1), "a": L5}
+    assert m.formats["c2"] == {"b": L5, "w2": Layout(FRACTAL_Z, 1), "y": L5}
     assert "tr" not in m.formats  # the Transpose runs in ND
     # a format-agnostic op after a convolution computes in 5HD, and its 4-D constant too
     nodes = [_conv("c", "x", "w", "a"),
@@ -408,7 +410,7 @@ def test_tasks_computing_in_5hd_name_each_tensor_they_hold_in_a_device_format() 
                _t("a", (2, 32, 8, 8)), _t("s", (1, 32, 1, 1), "weight"),
                _t("y", (2, 32, 8, 8))]
     m = _model(nodes, tensors, ("x",), ("y",))
-    assert m.formats["mul"] == {"a": FIVE_HD, "s": FIVE_HD, "y": FIVE_HD}
+    assert m.formats["mul"] == {"a": L5, "s": L5, "y": L5}
     bare = attrs.evolve(require_product("atlas_infer"), graph=attrs.evolve(
         require_product("atlas_infer").graph, five_hd_op_types=(), nd_op_types=(),
         channel_aligned_op_types=()))
@@ -442,8 +444,66 @@ def test_an_ai_cpu_op_reads_plain_formats_unless_its_kernel_is_format_agnostic(
         assert "cpu" not in m.formats  # its row reports plain formats
     else:
         assert got == []
-        assert m.formats["cpu"] == {"a": FIVE_HD, "b": FIVE_HD}
+        assert m.formats["cpu"] == {"a": L5, "b": L5}
     # on AI Core the same reduction is format-agnostic: no conversion
     on_core = build_device_model(optimize(g, product.graph), product, check_memory=False,
                                  fusion=False)
     assert on_core.conversions == ()
+
+
+def test_a_grouped_filter_merges_groups_as_ge_lays_it_out() -> None:
+    # GE's GetFractalZShape: enlarge = min(lcm(C0/gcd(C, C0), 16/gcd(N/g, 16)), g)
+    assert fractal_z_shape((32, 1, 3, 3), F16, 32) == (18, 1, 16, 16)  # depthwise, 32 ch
+    assert fractal_z_shape((64, 8, 1, 1), F16, 4) == (2, 2, 16, 16)
+    assert fractal_z_shape((128, 4, 3, 3), F16, 32) == (72, 1, 16, 16)  # ResNeXt 32x4d
+    # one group: the plain layout
+    assert fractal_z_shape((64, 64, 3, 3), F16, 1) == fractal_z_shape((64, 64, 3, 3), F16)
+    nodes = [Node(name="dw", op_type="Conv2D", inputs=("x", "w"), outputs=("y",),
+                  attrs={"group": 32})]
+    tensors = [_t("x", (2, 32, 8, 8), "input"), _t("w", (32, 1, 3, 3), "weight"),
+               _t("y", (2, 32, 8, 8))]
+    m = _model(nodes, tensors, ("x",), ("y",))
+    assert m.formats["dw"]["w"] == Layout(FRACTAL_Z, 32)
+    assert m.formats["dw"]["w"].shape((32, 1, 3, 3), F16) == (18, 1, 16, 16)
+
+
+def test_a_filter_computed_at_run_time_is_converted_to_fractal_z() -> None:
+    """A convolution whose weight a node computes (weight normalisation): the TransData
+    writes the filter's FRACTAL_Z layout, the layout the convolution's row reports."""
+    nodes = [Node(name="scale", op_type="Mul", inputs=("wi", "g"), outputs=("w",)),
+             _conv("c", "x", "w", "y")]
+    tensors = [_t("x", (2, 16, 8, 8), "input"), _t("wi", (32, 16, 3, 3), "input"),
+               _t("g", (32, 1, 1, 1), "weight"), _t("w", (32, 16, 3, 3)),
+               _t("y", (2, 32, 8, 8))]
+    m = _model(nodes, tensors, ("x", "wi"), ("y",))
+    (conv,) = m.conversions
+    assert (conv.tensor, conv.source, conv.target) == ("w", ND, FRACTAL_Z)
+    assert conv.shape_in(FRACTAL_Z) == (9, 2, 16, 16)
+    assert conv.bytes_moved == (32 * 16 * 9 + 9 * 2 * 16 * 16) * 2
+    assert m.formats["c"]["w"].shape((32, 16, 3, 3), F16) == conv.shape_in(FRACTAL_Z)
+
+
+def test_a_reshaping_view_of_a_5hd_tensor_is_converted_in_the_views_shape() -> None:
+    """conv -> Reshape (the channel count changes) -> conv: the 5HD tensor is converted to
+    ND, viewed, and the *view* converted back to 5HD in its own shape; the second
+    TransData reads the first one's output."""
+    nodes = [_conv("c1", "x", "w1", "a"),
+             Node(name="rs", op_type="Reshape", inputs=("a", "shape"), outputs=("ar",)),
+             _conv("c2", "ar", "w2", "y")]
+    tensors = [_t("x", (2, 16, 6, 6), "input"), _t("w1", (32, 16, 1, 1), "weight"),
+               _t("a", (2, 32, 6, 6)), _t("shape", (4,), "constant"),
+               _t("ar", (2, 16, 12, 6)), _t("w2", (16, 16, 1, 1), "weight"),
+               _t("y", (2, 16, 12, 6))]
+    m = _model(nodes, tensors, ("x",), ("y",))
+    first, second = m.conversions
+    assert (first.tensor, first.source, first.target) == ("a", FIVE_HD, ND)
+    assert (second.tensor, second.source, second.target) == ("ar", ND, FIVE_HD)
+    assert second.shape_in(FIVE_HD) == (2, 1, 12, 6, 16)  # the view's shape, not a's
+    assert m.formats["c2"]["ar"].shape((2, 16, 12, 6), F16) == second.shape_in(FIVE_HD)
+    by = {p.name: p for p in m.tasks}
+    # the second conversion waits for the first and reads its output (memory liveness)
+    assert by[second.name].start_ns >= by[first.name].start_ns + by[first.name].duration_ns
+    blocks = {b.tensor: b for b in m.memory.blocks}
+    tasks = m.memory.tasks
+    assert tasks[blocks[first.output].last] == second.name
+    assert tasks[blocks[second.output].last] == "c2"

@@ -176,3 +176,45 @@ def test_exceeding_the_socs_hbm_is_a_compile_error_naming_bytes_and_tensors() ->
     assert "'x'" in str(err) and "'y'" in str(err) and "207001" in str(err)
     ok = build_device_model(opt, product, soc_version="Ascend910B2")
     assert ok.memory.capacity_bytes == 64 << 30 and ok.memory.fits
+
+
+def test_a_fused_batchnorm_trains_as_bn_update_with_its_reduce_and_two_gradients() -> None:
+    """``training_step`` of a bn_act task: BNTrainingReduce before it, and the BatchNorm's
+    BNTrainingUpdateGrad (the ReLU's gradient fused: its mask read) + BNTrainingReduceGrad,
+    as for a convolution's BatchNorm - not one generic normalisation gradient."""
+    from geplug.device.training import training_step
+
+    product = require_product("atlas_train")
+    stats = ("sc", "bi", "mu", "va")
+    tensors = [_t("x", (8, 64, 28, 28), "input"), _t("n", (8, 64, 28, 28)),
+               _t("y", (8, 64, 28, 28)), *(_t(s, (64,), "weight") for s in stats)]
+    nodes = [Node(name="bn", op_type="BatchNorm", inputs=("x", *stats), outputs=("n",)),
+             Node(name="relu", op_type="Relu", inputs=("n",), outputs=("y",))]
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=("x",),
+              outputs=("y",))
+    model = build_device_model(optimize(g, product.graph), product, check_memory=False)
+    (task,) = model.tasks
+    assert task.task.pattern == "bn_act"
+    step = training_step(model, product)
+    forward = [(t.op_type, t.phase) for t in step.tasks if t.phase == "forward"]
+    backward = [t.op_type for t in step.tasks if t.phase == "backward"]
+    assert forward == [("BatchNorm", "forward"), ("BNTrainingReduce", "forward")]
+    assert backward == ["BNTrainingUpdateGrad", "BNTrainingReduceGrad"]
+    y = 8 * 64 * 28 * 28 * 4
+    update, reduce_ = (t for t in step.tasks if t.phase == "backward")
+    assert update.bytes_moved > 3 * y and reduce_.bytes_moved == 3 * y  # mask read too
+
+
+def test_a_batchnorm_whose_output_is_also_read_elsewhere_is_not_fused() -> None:
+    """``bn_act`` fuses only a closed chain: a BatchNorm output that is a graph output (or
+    read by another node) stays a task of its own."""
+    product = require_product("atlas_a2")
+    stats = ("sc", "bi", "mu", "va")
+    tensors = [_t("x", (1, 64, 8, 8), "input"), _t("n", (1, 64, 8, 8)),
+               _t("y", (1, 64, 8, 8)), *(_t(s, (64,), "weight") for s in stats)]
+    nodes = [Node(name="bn", op_type="BatchNorm", inputs=("x", *stats), outputs=("n",)),
+             Node(name="relu", op_type="Relu", inputs=("n",), outputs=("y",))]
+    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=("x",),
+              outputs=("y", "n"))
+    model = build_device_model(optimize(g, product.graph), product, check_memory=False)
+    assert [p.task.members for p in model.tasks] == [("bn",), ("relu",)]

@@ -25,7 +25,6 @@ import attrs
 import numpy as np
 
 from geplug.device import copy_us
-from geplug.device.formats import held_shape
 from geplug.errors import AICoreError, GeplugWarning
 from geplug.events import (
     ApiCall,
@@ -376,10 +375,11 @@ class StepEmitter:
                     outs = [(_shape(types, r.source), held.get(r.source), r.dtype)
                             for r in refs_out]
                     layout = {
-                        "input_shapes": [held_shape(f, s, d) if f else s for s, f, d in ins],
-                        "output_shapes": [held_shape(f, s, d) if f else s for s, f, d in outs],
-                        "input_formats": [f or format_of(op.op_type, len(s)) for s, f, _ in ins],
-                        "output_formats": [f or format_of(op.op_type, len(s))
+                        "input_shapes": [f.shape(s, d) if f else s for s, f, d in ins],
+                        "output_shapes": [f.shape(s, d) if f else s for s, f, d in outs],
+                        "input_formats": [f.format if f else format_of(op.op_type, len(s))
+                                          for s, f, _ in ins],
+                        "output_formats": [f.format if f else format_of(op.op_type, len(s))
                                            for s, f, _ in outs]}
                 task = task_fields(TaskEvent(
                     run=placeholder, op=op, start_us=0.0, duration_us=cost.duration_us,

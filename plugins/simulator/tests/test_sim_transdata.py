@@ -113,6 +113,40 @@ def test_ops_computing_in_5hd_report_their_tensors_as_the_device_holds_them(tmp_
     assert c2["Input Shapes"].strip('"') == "2,4,8,8,16;4,1,16,16"
 
 
+def test_an_ai_cpu_op_reading_a_5hd_tensor_gets_it_converted_to_nd(tmp_path) -> None:
+    """A float64 ReduceMax (AI CPU on the 310P) reads a convolution's output: its AI CPU
+    kernel takes plain formats (not format-agnostic in the AI CPU op-info), so a TransData
+    rewrites the 5HD tensor to ND before it, and its row reports ND."""
+    rng = np.random.default_rng(0)
+    model = graph_model(
+        [helper.make_node("Conv", ["x", "w"], ["a"], name="c1"),
+         helper.make_node("Cast", ["a"], ["d"], name="cast", to=onnx.TensorProto.DOUBLE),
+         helper.make_node("ReduceMax", ["d"], ["m"], name="rmax", axes=[1], keepdims=1),
+         helper.make_node("Cast", ["m"], ["y"], name="back", to=onnx.TensorProto.FLOAT)],
+        [f32("x", [2, 16, 8, 8])], [f32("y", [2, 1, 8, 8])],
+        {"w": rng.standard_normal((32, 16, 1, 1)).astype(np.float32)}, name="cpu_reader")
+    system = _open(str(tmp_path))
+    try:
+        compiled = system.compile(model)
+        x = rng.standard_normal((2, 16, 8, 8)).astype(np.float32)
+        got = compiled.run({"x": x})["y"]
+        device = compiled.device
+    finally:
+        system.shutdown()
+    assert {d.node: d.engine for d in compiled.decisions}["rmax"] == "AI_CPU"
+    assert [(c.tensor, c.source, c.target, c.consumer) for c in device.conversions] == [
+        ("d", "NC1HWC0", "ND", "rmax")]
+    rows = _op_summary(str(tmp_path))
+    names = [r["Op Name"] for r in rows]
+    assert names.index("trans_TransData_0") == names.index("rmax") - 1
+    rmax = rows[names.index("rmax")]
+    assert rmax["Input Formats"] == "FORMAT_ND" and rmax["Task Type"] == "AI_CPU"
+    # the conversion changes no value: the channel maximum of the (float16) convolution
+    w = compiled.imported.model.graph.initializer[0]
+    conv = np.einsum("oc,nchw->nohw", onnx.numpy_helper.to_array(w)[:, :, 0, 0], x)
+    np.testing.assert_allclose(got, conv.max(axis=1, keepdims=True), rtol=1e-2, atol=1e-2)
+
+
 def test_each_transdata_is_dumped_with_the_tensor_it_converts(tmp_path) -> None:
     system = _open(str(tmp_path))
     try:

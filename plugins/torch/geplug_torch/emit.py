@@ -25,7 +25,6 @@ from geplug_simulator.emit import format_of, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
 
 from geplug.device import copy_us
-from geplug.device.formats import held_shape
 from geplug.events import ApiCall, DumpEvent, TaskEvent, TensorRecord
 
 if TYPE_CHECKING:
@@ -223,15 +222,16 @@ def _layouts(op: GraphOp) -> dict[str, Any]:
     held = op.formats
 
     def shapes(metas: tuple[TensorMeta, ...], *, out: bool) -> list[tuple[int, ...]]:
-        return [held_shape(held[m.name], tuple(m.shape), _device_dtype(op, m, out=out))
+        return [held[m.name].shape(tuple(m.shape), _device_dtype(op, m, out=out))
                 if m.name in held else m.shape for m in metas]
 
-    return {"input_shapes": shapes(op.inputs, out=False),
-            "input_formats": [held.get(m.name) or format_of(kind, len(m.shape))
-                              for m in op.inputs],
+    def formats(metas: tuple[TensorMeta, ...]) -> list[str]:
+        return [held[m.name].format if m.name in held else format_of(kind, len(m.shape))
+                for m in metas]
+
+    return {"input_shapes": shapes(op.inputs, out=False), "input_formats": formats(op.inputs),
             "output_shapes": shapes(op.outputs, out=True),
-            "output_formats": [held.get(m.name) or format_of(kind, len(m.shape))
-                               for m in op.outputs]}
+            "output_formats": formats(op.outputs)}
 
 
 def _holder(op: GraphOp, name: str) -> str:

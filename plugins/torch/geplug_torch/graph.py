@@ -28,7 +28,7 @@ import attrs
 
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
 from geplug.device.cost import small_channel_in_force
-from geplug.device.formats import Conversion
+from geplug.device.formats import Conversion, Layout
 from geplug.device.model import TaskPlan, conversion_decision
 from geplug.errors import CompileError
 from geplug.events import OpRecord
@@ -78,7 +78,7 @@ class GraphOp:
     conversion: Conversion | None = None
     """The format conversion a TransData task runs (``None`` for a task of graph nodes):
     each side's shape and format in profiles and kernel_meta."""
-    formats: Mapping[str, str] = attrs.field(factory=dict)
+    formats: Mapping[str, Layout] = attrs.field(factory=dict)
     """Its tensors the device holds in a device format (``NC1HWC0``, ``FRACTAL_Z``), by
     name (``DeviceModel.formats``): their format and shape in profiles."""
 
@@ -162,7 +162,7 @@ def _lower(fx_node: Any, d: OpDecision) -> bool:
 
 def _node_op(plan: TaskPlan, task_id: int, by_node: dict[str, OpDecision],
              opt: OptimizedGraph, fxg: FxGraph, name_prefix: str,
-             placeholders: frozenset[str], formats: Mapping[str, str]) -> GraphOp:
+             placeholders: frozenset[str], formats: Mapping[str, Layout]) -> GraphOp:
     """The :class:`GraphOp` of a task that runs graph nodes (one aten op, or a fused chain):
     its first member's decision (a fused task's renamed after the task) and aten call."""
     task = plan.task

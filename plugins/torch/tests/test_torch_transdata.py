@@ -262,6 +262,12 @@ def test_the_profiler_shows_each_transdata_as_a_kernel_of_its_readers_framework_
     events, kernels = _trace_and_kernels(root)
     trans = [op.record.name for g in graphs for op in _transdata(g)]
     assert [k["Name"] for k in kernels if k["Type"] == "TransData"] == trans
+    # the forward convolution's kernel row shows its tensors as the device holds them:
+    # data in and out NC1HWC0 (5-D), its (58, 16, 3, 3) filter FRACTAL_Z, its bias ND
+    conv = next(k for k in kernels if k["Type"] == "Conv2D")
+    assert conv["Input Formats"] == "NC1HWC0;FRACTAL_Z;ND"
+    assert conv["Input Shapes"].strip('"') == "2,1,8,8,16;9,4,16,16;58"
+    assert conv["Output Formats"] == "NC1HWC0"
     # one framework op per aten call: the TransData kernels add none
     framework = [e for e in events if e.get("cat") == "cpu_op"
                  and str(e.get("name", "")).startswith("aten::")]
