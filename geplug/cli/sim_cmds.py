@@ -115,7 +115,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                      "bytes_moved": c.bytes_moved}
                     for c in device.conversions]
                 data["memory"] = device.memory.to_json()
-                data["tasks"] = [_task_json(p) for p in device.tasks]
+                data["tasks"] = [_task_json(p, device) for p in device.tasks]
                 data["notes"] = list(getattr(compiled, "notes", ()))
             json.dump(data, sys.stdout, indent=2)
             print()
@@ -143,8 +143,10 @@ def _task_of(compiled: Any, node: str) -> dict[str, Any]:
             "sim_time_us": compiled.op_times.get(task, 0.0)}
 
 
-def _task_json(plan: Any) -> dict[str, Any]:
-    """One task of the device model (``geplug compile --format json``: ``tasks``)."""
+def _task_json(plan: Any, device: Any) -> dict[str, Any]:
+    """One task of the device model (``geplug compile --format json``: ``tasks``);
+    ``formats``: its tensors held in a device format (``NC1HWC0``, ``FRACTAL_Z``), the
+    others being plain."""
     return {
         "name": plan.name, "op_type": plan.task.op_type, "members": list(plan.task.members),
         "pattern": plan.task.pattern, "engine": plan.engine, "dtype": plan.dtype,
@@ -152,6 +154,8 @@ def _task_json(plan: Any) -> dict[str, Any]:
         "duration_ns": plan.duration_ns, "flops": plan.cost.flops,
         "bytes_moved": plan.cost.bytes_moved, "l2_bytes": plan.cost.l2_bytes,
         "block_dim": plan.cost.block_dim,
+        "formats": {t: layout.format
+                    for t, layout in getattr(device, "formats", {}).get(plan.name, {}).items()},
     }
 
 

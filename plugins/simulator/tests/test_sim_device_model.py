@@ -332,9 +332,17 @@ def test_geplug_compile_lists_the_format_conversions_of_a_channel_shuffle(tmp_pa
         assert task["op_type"] == "TransData" and task["members"] == []
         assert task["duration_ns"] > 0 and task["bytes_moved"] == c["bytes_moved"]
         assert tasks.index(c["name"]) < tasks.index(by_member[c["before"]])
+    # each task names the tensors it holds in a device format: the stem convolution's
+    # input and output in NC1HWC0, its filter in FRACTAL_Z; an ND Transpose none
+    stem = data["tasks"][0]
+    assert stem["op_type"] == "Conv2D"
+    assert sorted(set(stem["formats"].values())) == ["FRACTAL_Z", "NC1HWC0"]
+    assert all(t["formats"] == {} for t in data["tasks"] if t["op_type"] == "Transpose")
     assert main(["compile", str(path), "--product", "atlas_infer"]) == 0
     assert f"format conversions: {len(convs)} TransData tasks" in capsys.readouterr().out
     # the 350's declaration lists no formats (its op-info is not in CANN 8.1.RC1): nothing
     # converted
     assert main(["compile", str(path), "--product", "atlas_350", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["format_conversions"] == []
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["format_conversions"] == []
+    assert all(t["formats"] == {} for t in plain["tasks"])
