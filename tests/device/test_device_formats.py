@@ -507,3 +507,19 @@ def test_a_reshaping_view_of_a_5hd_tensor_is_converted_in_the_views_shape() -> N
     tasks = m.memory.tasks
     assert tasks[blocks[first.output].last] == second.name
     assert tasks[blocks[second.output].last] == "c2"
+
+
+def test_a_card_with_a_malformed_aicpu_format_list_is_refused_naming_the_key(
+        tmp_path, capsys) -> None:
+    from geplug.cli.main import main
+
+    path = tmp_path / "capabilities.toml"
+    path.write_text('schema_version = 1\n[product]\nname = "acme_cpu"\nextends = "atlas_infer"\n'
+                    'display_name = "Acme AI CPU"\nsoc_versions = ["Ascend310P9"]\n'
+                    'description = "a number where op types belong"\n[graph]\n'
+                    'aicpu_format_agnostic_op_types = 5\n', encoding="utf-8")
+    assert main(["validate-card", str(path)]) == 1
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "graph.aicpu_format_agnostic_op_types" in text and "5" in text
+    assert "Traceback" not in text
