@@ -19,6 +19,7 @@ from onnx import TensorProto
 from geplug.errors import CompileError
 from geplug.precision import NodeInfo
 from geplug_simulator.opmap import ascend_op_type
+from geplug_simulator.skeleton import WeightSizeError, skeleton
 
 __all__ = [
     "DTYPE_NAMES",
@@ -305,8 +306,11 @@ def import_model(model: Any, *, name: str = "", default_name: str = "") -> Impor
         proto.graph.name = name or default_name or "model"
     _check_operators(proto.graph)
     try:
-        onnx.checker.check_model(proto)
-    except onnx.checker.ValidationError as exc:
+        # the checker and shape inference see the model without its large weights (each
+        # serializes what it is given; the weights' sizes are checked on the way)
+        skel = skeleton(proto)
+        onnx.checker.check_model(skel)
+    except (onnx.checker.ValidationError, WeightSizeError) as exc:
         text = str(exc).strip()
         first = text.splitlines()[0] if text else type(exc).__name__
         found = re.search(r"Name: (\S+) OpType: (\S+)", text)
@@ -326,6 +330,7 @@ def import_model(model: Any, *, name: str = "", default_name: str = "") -> Impor
             converted = version_converter.convert_version(proto, PINNED_OPSET)
             if _signature(converted) == _signature(proto):
                 proto, converted_from, opset = converted, opset, PINNED_OPSET
+                skel = skeleton(proto)
             else:
                 notes.append(f"converting opset {opset} to {PINNED_OPSET} changes the model's "
                              "inputs or outputs; simulated at its own opset")
@@ -337,7 +342,7 @@ def import_model(model: Any, *, name: str = "", default_name: str = "") -> Impor
     graph = proto.graph
     _name_nodes(graph)
     try:
-        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(skel, strict_mode=False, data_prop=True)
     except Exception as exc:
         notes.append(f"shape inference failed ({exc}); types from the model only")
         inferred = proto
@@ -347,7 +352,7 @@ def import_model(model: Any, *, name: str = "", default_name: str = "") -> Impor
         tt = tensor_type(vi)
         if tt is not None:
             types[vi.name] = tt
-    for init in ig.initializer:
+    for init in graph.initializer:  # (the skeleton lists the large ones as inputs)
         types.setdefault(
             init.name,
             TensorType(DTYPE_NAMES.get(int(init.data_type), f"onnx:{init.data_type}"),

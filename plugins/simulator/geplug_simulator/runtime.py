@@ -50,6 +50,7 @@ from geplug_simulator.importer import (
     tensor_type,
 )
 from geplug_simulator.rewrite import RewrittenModel, rewrite
+from geplug_simulator.skeleton import for_onnxruntime
 from geplug_simulator.spin import SpinPolicy, read_spin, system_policy
 
 if TYPE_CHECKING:
@@ -202,11 +203,15 @@ class SessionFactory:
         ``blocked`` (the model's tensor types): keep float16-emulation Cast pairs in
         onnxruntime's NCHWc layout (:mod:`geplug_simulator.blocked`; outputs bit-identical)
         when the model has any."""
-        model = loadable_by_onnxruntime(model)
         spin = self.runtime is not None and self.runtime.spin_policy().spin
-        data = model.SerializeToString()
+        # large weights go beside the serialized graph as arrays (geplug_simulator.skeleton)
+        data, names, arrays = for_onnxruntime(model, _onnxruntime_ir(model))
+        size = len(data) + sum(a.nbytes for a in arrays)
         options = session_options(self.threads, spin)
-        if blocked is not None and len(data) < BLOCKED_MAX_BYTES and worth_trying(model):
+        if names:
+            options.add_external_initializers(
+                names, [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays])
+        if blocked is not None and size < BLOCKED_MAX_BYTES and worth_trying(model):
             shapes: dict[str, Shape] = {
                 n: tuple(d for d in t.shape if d is not None) for n, t in blocked.items()
                 if t.shape is not None and None not in t.shape}
@@ -257,6 +262,16 @@ class SessionFactory:
         return self.session(model, model.graph.name), names
 
 
+def _onnxruntime_ir(model: onnx.ModelProto) -> int | None:
+    """The IR version to stamp ``model`` with for onnxruntime: the minimum its opsets need
+    when lower than its own (:func:`loadable_by_onnxruntime`), else ``None``."""
+    try:
+        minimum = helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True)
+    except (TypeError, ValueError):  # an onnx without ignore_unknown, or an unknown domain
+        return None
+    return minimum if model.ir_version > minimum else None
+
+
 def loadable_by_onnxruntime(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its IR version lowered to the minimum its opsets need.
 
@@ -264,11 +279,8 @@ def loadable_by_onnxruntime(model: onnx.ModelProto) -> onnx.ModelProto:
     newest one for Python 3.10 is 1.23) refuses ("Unsupported model IR version"); the opsets a
     model imports, not the stamp, decide what it uses. Returns a copy when it changes anything.
     """
-    try:
-        minimum = helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True)
-    except (TypeError, ValueError):  # an onnx without ignore_unknown, or an unknown domain
-        return model
-    if model.ir_version <= minimum:
+    minimum = _onnxruntime_ir(model)
+    if minimum is None:
         return model
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
