@@ -204,13 +204,16 @@ class SessionFactory:
         onnxruntime's NCHWc layout (:mod:`geplug_simulator.blocked`; outputs bit-identical)
         when the model has any."""
         spin = self.runtime is not None and self.runtime.spin_policy().spin
-        # large weights go beside the serialized graph as arrays (geplug_simulator.skeleton)
-        data, names, arrays = for_onnxruntime(model, _onnxruntime_ir(model))
-        size = len(data) + sum(a.nbytes for a in arrays)
         options = session_options(self.threads, spin)
-        if names:
-            options.add_external_initializers(
-                names, [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays])
+        # large weights go beside the serialized graph as arrays (geplug_simulator.skeleton)
+        try:
+            data, names, arrays = for_onnxruntime(model, _onnxruntime_ir(model))
+            if names:
+                options.add_external_initializers(
+                    names, [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays])
+        except Exception as exc:
+            raise _refused(name, exc) from None
+        size = len(data) + sum(a.nbytes for a in arrays)
         if blocked is not None and size < BLOCKED_MAX_BYTES and worth_trying(model):
             shapes: dict[str, Shape] = {
                 n: tuple(d for d in t.shape if d is not None) for n, t in blocked.items()
@@ -233,14 +236,7 @@ class SessionFactory:
         try:
             return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         except Exception as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            node = _node_of(text).split("::")[0]
-            raise CompileError(
-                f"model {name!r} cannot be executed by the simulator"
-                + (f" at node {node!r}" if node else "")
-                + f": {text}. The operator, its attributes or its dtypes are not supported by "
-                "the onnxruntime CPU kernels the simulator uses", node=node,
-            ) from None
+            raise _refused(name, exc) from None
 
     def exposed(self, rewritten: RewrittenModel) -> tuple[ort.InferenceSession, list[str]]:
         """A second session of ``rewritten`` exposing every op's device tensors."""
@@ -260,6 +256,18 @@ class SessionFactory:
                 names.append(ref.name)
                 model.graph.output.append(helper.make_tensor_value_info(ref.name, elem, None))
         return self.session(model, model.graph.name), names
+
+
+def _refused(name: str, exc: Exception) -> CompileError:
+    """onnxruntime's refusal of model ``name`` as a :class:`CompileError` naming the node."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    node = _node_of(text).split("::")[0]
+    return CompileError(
+        f"model {name!r} cannot be executed by the simulator"
+        + (f" at node {node!r}" if node else "")
+        + f": {text}. The operator, its attributes or its dtypes are not supported by "
+        "the onnxruntime CPU kernels the simulator uses", node=node,
+    )
 
 
 def _onnxruntime_ir(model: onnx.ModelProto) -> int | None:

@@ -44,10 +44,38 @@ class WeightSizeError(ValueError):
     """A weight's ``raw_data`` does not hold its declared shape (the checker's wording)."""
 
 
+_TYPED_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data",
+                 "string_data")
+"""A tensor's typed value fields: one holding values beside ``raw_data`` is malformed (the
+checker says so), so such a tensor stays for the checker to refuse."""
+
+_SHAPE_TYPES = frozenset({TensorProto.INT32, TensorProto.INT64})
+
+
 def _movable(init: TensorProto) -> bool:
-    """A large initializer held in ``raw_data`` (not external, not typed fields)."""
+    """A large initializer held in ``raw_data`` alone (not external, no typed field, no
+    segment), whose values shape inference never reads (a 0-D or 1-D integer tensor may be
+    a shape, or a table a shape is gathered or sliced from: it stays)."""
     return (init.data_location != TensorProto.EXTERNAL and init.data_type in _ITEMSIZE
-            and len(init.raw_data) > KEEP_BYTES)
+            and len(init.raw_data) > KEEP_BYTES and not init.HasField("segment")
+            and not (init.data_type in _SHAPE_TYPES and len(init.dims) <= 1)
+            and not any(len(getattr(init, f)) for f in _TYPED_FIELDS))
+
+
+def _large(model: onnx.ModelProto) -> list[TensorProto]:
+    """The initializers :func:`_movable` allows, or none when moving them could change
+    what the checker sees beyond their data: an initializer name given twice (or also a
+    sparse initializer's), or an IR version before 4, where every initializer must also be
+    a graph input."""
+    graph = model.graph
+    big = [init for init in graph.initializer if _movable(init)]
+    if not big or model.ir_version < 4:
+        return []
+    names = [init.name for init in graph.initializer]
+    names += [sparse.values.name for sparse in graph.sparse_initializer]
+    if len(set(names)) != len(names):
+        return []
+    return big
 
 
 def _check_size(init: TensorProto) -> None:
@@ -83,7 +111,7 @@ def skeleton(model: onnx.ModelProto) -> onnx.ModelProto:
     ``raw_data`` initializer a graph input of its type and shape (its data size checked
     first: :class:`WeightSizeError`), everything else copied."""
     graph = model.graph
-    big = [init for init in graph.initializer if _movable(init)]
+    big = _large(model)
     if not big:
         return model
     for init in big:
@@ -119,8 +147,7 @@ def for_onnxruntime(model: onnx.ModelProto, ir_version: int | None = None
     hand over with ``SessionOptions.add_external_initializers``). No large initializer:
     the model serialized whole, no arrays."""
     graph = model.graph
-    big = [init for init in graph.initializer
-           if _movable(init) and init.data_type in _ORT_ARRAY_TYPES]
+    big = [init for init in _large(model) if init.data_type in _ORT_ARRAY_TYPES]
     if big:
         # onnxruntime drops an initializer no node reads before it takes the arrays, and
         # then refuses an array for it; a subgraph (If, Loop) may read outer ones: keep all

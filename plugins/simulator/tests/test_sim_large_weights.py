@@ -134,3 +134,73 @@ def test_a_subgraph_reading_an_outer_large_weight_runs(monkeypatch) -> None:
         system.shutdown()
     np.testing.assert_allclose(out["y"], x @ w, rtol=1e-5, atol=1e-5)
     assert TensorProto.FLOAT in (i.data_type for i in model.graph.initializer)
+
+
+def _matmul_with(*inits: onnx.TensorProto, ir: int = 8) -> onnx.ModelProto:
+    model = graph_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                        [f32("x", [4, 256])], [f32("y", [4, 256])], {}, name="mm")
+    model.graph.initializer.extend(inits)
+    model.ir_version = ir
+    return model
+
+
+def _damaged(kind: str) -> onnx.ModelProto:
+    w = numpy_helper.from_array(_weights(256, 256), "w")
+    if kind == "twice":  # one name, two initializers (a large and a small one)
+        return _matmul_with(w, numpy_helper.from_array(_weights(2, 2), "w"))
+    if kind == "typed too":  # raw_data and float_data both holding values
+        w.float_data.extend([1.0, 2.0])
+        return _matmul_with(w)
+    if kind == "not an input at IR 3":  # IR < 4: every initializer must be a graph input
+        model = _matmul_with(w, ir=3)
+        model.opset_import[0].version = 8
+        return model
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["twice", "typed too", "not an input at IR 3"])
+def test_what_the_checker_refuses_of_a_large_weight_stays_refused(kind: str,
+                                                                   monkeypatch) -> None:
+    """Malformed beyond its data size: the weight stays in the protobuf, the checker
+    refuses the model as before (a CompileError, never a traceback)."""
+    messages = []
+    for keep in (None, 1 << 40):
+        if keep is not None:
+            monkeypatch.setattr(sk, "KEEP_BYTES", keep)
+        with pytest.raises(CompileError) as err:
+            import_model(_damaged(kind))
+        messages.append(str(err.value))
+        monkeypatch.undo()
+    assert messages[0] == messages[1]
+    assert "malformed" in messages[0]
+
+
+def test_a_large_integer_table_stays_for_shape_inference() -> None:
+    """A 1-D int64 table (80 KB) a shape is gathered from: shape inference propagates its
+    values, so the skeleton keeps it."""
+    table = np.arange(10_000, dtype=np.int64)
+    model = graph_model(
+        [helper.make_node("Gather", ["table", "idx"], ["shp"], name="g", axis=0),
+         helper.make_node("Reshape", ["x", "shp"], ["y"], name="rs")],
+        [f32("x", [4, 64])], [f32("y", [None, None])],
+        {"table": table, "idx": np.array([4, 64], np.int64)}, name="table")
+    assert len(model.graph.initializer[0].raw_data) > sk.KEEP_BYTES
+    assert sk.skeleton(model) is model
+    assert import_model(model).types["y"].shape == (4, 64)
+
+
+def test_a_weight_with_a_segment_compiles_as_before() -> None:
+    """``segment`` (a chunk of a split tensor) is something the checker and onnxruntime
+    ignore but numpy conversion refuses: such a weight stays in the protobuf."""
+    values = _weights(256, 256)
+    w = numpy_helper.from_array(values, "w")
+    w.segment.begin, w.segment.end = 0, 256 * 256
+    model = _matmul_with(w)
+    assert sk.for_onnxruntime(model)[1] == []
+    system = make_system(any_product(), precision_mode="must_keep_origin_dtype")
+    try:
+        x = RNG.standard_normal((4, 256)).astype(np.float32)
+        out = system.compile(model).run({"x": x})
+    finally:
+        system.shutdown()
+    np.testing.assert_allclose(out["y"], x @ values, rtol=1e-5, atol=1e-5)
