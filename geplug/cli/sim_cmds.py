@@ -154,8 +154,7 @@ def _task_json(plan: Any, device: Any) -> dict[str, Any]:
         "duration_ns": plan.duration_ns, "flops": plan.cost.flops,
         "bytes_moved": plan.cost.bytes_moved, "l2_bytes": plan.cost.l2_bytes,
         "block_dim": plan.cost.block_dim,
-        "formats": {t: layout.format
-                    for t, layout in getattr(device, "formats", {}).get(plan.name, {}).items()},
+        "formats": {t: layout.format for t, layout in device.formats.get(plan.name, {}).items()},
     }
 
 

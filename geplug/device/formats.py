@@ -286,7 +286,6 @@ def plan_formats(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
         target = (ND if node.name in aicpu
                   and node.op_type not in caps.aicpu_format_agnostic_op_types
                   else _wants(node, graph, caps, dtypes))
-        cube = node.op_type in caps.five_hd_op_types
         for k, name in enumerate(node.inputs):
             if not name:
                 continue
@@ -306,14 +305,14 @@ def plan_formats(graph: Graph, order: Sequence[Node], caps: GraphCaps, *,
                     convert(base, FIVE_HD, ND, node.name)  # a reshaping view reads it in ND
                     have = ND
                     src = name  # and a reader in another format converts the view's shape
-            # a 5HD op's filter (a 4-D input after its data input) is read in FRACTAL_Z
-            want = FRACTAL_Z if cube and k > 0 and target == FIVE_HD else target
+            # a 5HD op's filter is read in FRACTAL_Z
+            flt = _filter_layout(node, k, caps) if target == FIVE_HD else None
+            want = flt.format if flt is not None else target
             if not target:
                 if len(_dims(graph, name)) == 4:
                     target = have  # a format-agnostic op follows its first 4-D data input
             elif have and have != want and len(_dims(graph, name)) == 4:
-                convert(src, have, want, node.name,
-                        int(node.attrs.get("group", 1) or 1) if want == FRACTAL_Z else 1)
+                convert(src, have, want, node.name, flt.group if flt is not None else 1)
         if target == FIVE_HD:  # only a 4-D output can be held in 5HD
             five_hd_nodes.append(node.name)
             for t in node.outputs:
@@ -334,19 +333,25 @@ def node_formats(node: Node, graph: Graph, caps: GraphCaps) -> dict[str, Layout]
     after its data input: a convolution's weight) in FRACTAL_Z with the node's groups. Its
     other tensors are plain (ND)."""
     out: dict[str, Layout] = {}
-    cube = node.op_type in caps.five_hd_op_types
-    five_hd = _FIVE_HD_LAYOUT
     for k, t in enumerate(node.inputs):
         if t and len(_dims(graph, t)) == 4:
-            out[t] = Layout(FRACTAL_Z, int(node.attrs.get("group", 1) or 1)) \
-                if cube and k > 0 else five_hd
+            out[t] = _filter_layout(node, k, caps) or _FIVE_HD_LAYOUT
     for t in node.outputs:
         if t and len(_dims(graph, t)) == 4:
-            out[t] = five_hd
+            out[t] = _FIVE_HD_LAYOUT
     return out
 
 
 _FIVE_HD_LAYOUT = Layout(FIVE_HD)
+
+
+def _filter_layout(node: Node, k: int, caps: GraphCaps) -> Layout | None:
+    """The FRACTAL_Z layout of input ``k`` of a node computing in 5HD when it is the node's
+    filter (a 4-D input after the data input of a 5HD op: a convolution's weight, laid out
+    with the node's groups), else ``None``."""
+    if k == 0 or node.op_type not in caps.five_hd_op_types:
+        return None
+    return Layout(FRACTAL_Z, int(node.attrs.get("group", 1) or 1))
 
 
 def _dtype(graph: Graph, name: str) -> str:

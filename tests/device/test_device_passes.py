@@ -178,6 +178,17 @@ def test_exceeding_the_socs_hbm_is_a_compile_error_naming_bytes_and_tensors() ->
     assert ok.memory.capacity_bytes == 64 << 30 and ok.memory.fits
 
 
+def _bn_relu(shape: tuple[int, ...], outputs: tuple[str, ...]) -> Graph:
+    """x -> BatchNorm (n) -> Relu (y), float32 of ``shape``, with ``outputs``."""
+    stats = ("sc", "bi", "mu", "va")
+    tensors = [_t("x", shape, "input"), _t("n", shape), _t("y", shape),
+               *(_t(s, (shape[1],), "weight") for s in stats)]
+    nodes = [Node(name="bn", op_type="BatchNorm", inputs=("x", *stats), outputs=("n",)),
+             Node(name="relu", op_type="Relu", inputs=("n",), outputs=("y",))]
+    return Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors},
+                 inputs=("x",), outputs=outputs)
+
+
 def test_a_fused_batchnorm_trains_as_bn_update_with_its_reduce_and_two_gradients() -> None:
     """``training_step`` of a bn_act task: BNTrainingReduce before it, and the BatchNorm's
     BNTrainingUpdateGrad (the ReLU's gradient fused: its mask read) + BNTrainingReduceGrad,
@@ -185,13 +196,7 @@ def test_a_fused_batchnorm_trains_as_bn_update_with_its_reduce_and_two_gradients
     from geplug.device.training import training_step
 
     product = require_product("atlas_train")
-    stats = ("sc", "bi", "mu", "va")
-    tensors = [_t("x", (8, 64, 28, 28), "input"), _t("n", (8, 64, 28, 28)),
-               _t("y", (8, 64, 28, 28)), *(_t(s, (64,), "weight") for s in stats)]
-    nodes = [Node(name="bn", op_type="BatchNorm", inputs=("x", *stats), outputs=("n",)),
-             Node(name="relu", op_type="Relu", inputs=("n",), outputs=("y",))]
-    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=("x",),
-              outputs=("y",))
+    g = _bn_relu((8, 64, 28, 28), ("y",))
     model = build_device_model(optimize(g, product.graph), product, check_memory=False)
     (task,) = model.tasks
     assert task.task.pattern == "bn_act"
@@ -209,12 +214,6 @@ def test_a_batchnorm_whose_output_is_also_read_elsewhere_is_not_fused() -> None:
     """``bn_act`` fuses only a closed chain: a BatchNorm output that is a graph output (or
     read by another node) stays a task of its own."""
     product = require_product("atlas_a2")
-    stats = ("sc", "bi", "mu", "va")
-    tensors = [_t("x", (1, 64, 8, 8), "input"), _t("n", (1, 64, 8, 8)),
-               _t("y", (1, 64, 8, 8)), *(_t(s, (64,), "weight") for s in stats)]
-    nodes = [Node(name="bn", op_type="BatchNorm", inputs=("x", *stats), outputs=("n",)),
-             Node(name="relu", op_type="Relu", inputs=("n",), outputs=("y",))]
-    g = Graph(name="g", nodes=nodes, tensors={t.name: t for t in tensors}, inputs=("x",),
-              outputs=("y", "n"))
+    g = _bn_relu((1, 64, 8, 8), ("y", "n"))
     model = build_device_model(optimize(g, product.graph), product, check_memory=False)
     assert [p.task.members for p in model.tasks] == [("bn",), ("relu",)]

@@ -44,6 +44,7 @@ from geplug_simulator.importer import TensorType
 from geplug_simulator.rewrite import TensorRef, to_device
 
 if TYPE_CHECKING:
+    from geplug.device.formats import Layout
     from geplug.runtime.system import System
     from geplug_simulator.compiled import CompiledModel
 
@@ -100,6 +101,26 @@ def wants_tensors(system: System, step: int) -> bool:
 def format_of(op_type: str, rank: int) -> str:
     """The device format a 4-D tensor of an image op is reported in (else ``ND``)."""
     return "NCHW" if rank == 4 and op_type in _NCHW_OPS else "ND"
+
+
+Held = tuple[tuple[int, ...], "Layout | None", str]
+"""A tensor of a task event: its logical shape, the layout the device holds it in
+(``DeviceModel.formats``; ``None``: plain) and the dtype it is held in."""
+
+
+def event_layout(op_type: str, ins: Sequence[Held], outs: Sequence[Held]) -> dict[str, Any]:
+    """The shapes and formats of a task event (``TaskEvent`` fields), each tensor as the
+    device holds it: one in a device format with that layout's shape and name
+    (``NC1HWC0`` 5-D, ``FRACTAL_Z``), any other with its logical shape in the format its
+    op type reports (:func:`format_of`). Both backends' emitters use it."""
+    def shapes(held: Sequence[Held]) -> list[tuple[int, ...]]:
+        return [f.shape(s, d) if f is not None else s for s, f, d in held]
+
+    def formats(held: Sequence[Held]) -> list[str]:
+        return [f.format if f is not None else format_of(op_type, len(s)) for s, f, _ in held]
+
+    return {"input_shapes": shapes(ins), "input_formats": formats(ins),
+            "output_shapes": shapes(outs), "output_formats": formats(outs)}
 
 
 def task_fields(template: TaskEvent) -> tuple[tuple[str, Any], ...]:
@@ -370,17 +391,12 @@ class StepEmitter:
                     layout = conv.event_layout()
                 else:
                     held = c.device.formats.get(op.name, {})
-                    ins = [(_shape(types, r.source), held.get(r.source), r.dtype)
-                           for r in refs_in]
-                    outs = [(_shape(types, r.source), held.get(r.source), r.dtype)
-                            for r in refs_out]
-                    layout = {
-                        "input_shapes": [f.shape(s, d) if f else s for s, f, d in ins],
-                        "output_shapes": [f.shape(s, d) if f else s for s, f, d in outs],
-                        "input_formats": [f.format if f else format_of(op.op_type, len(s))
-                                          for s, f, _ in ins],
-                        "output_formats": [f.format if f else format_of(op.op_type, len(s))
-                                           for s, f, _ in outs]}
+                    layout = event_layout(
+                        op.op_type,
+                        [(_shape(types, r.source), held.get(r.source), r.dtype)
+                         for r in refs_in],
+                        [(_shape(types, r.source), held.get(r.source), r.dtype)
+                         for r in refs_out])
                 task = task_fields(TaskEvent(
                     run=placeholder, op=op, start_us=0.0, duration_us=cost.duration_us,
                     wait_us=0.0, flops=cost.flops, bytes_moved=cost.bytes_moved,

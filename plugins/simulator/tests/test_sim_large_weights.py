@@ -127,13 +127,9 @@ def test_a_subgraph_reading_an_outer_large_weight_runs(monkeypatch) -> None:
         {"w": w, "zero": np.array(0.0, np.float32)}, name="large_if")
     data, names, _ = sk.for_onnxruntime(model)
     assert names == [] and len(data) > w.nbytes
-    system = make_system(any_product(), precision_mode="must_keep_origin_dtype")
-    try:
-        x = RNG.standard_normal((4, 256)).astype(np.float32)
-        out = system.compile(model).run({"x": x})
-    finally:
-        system.shutdown()
-    np.testing.assert_allclose(out["y"], x @ w, rtol=1e-5, atol=1e-5)
+    x = RNG.standard_normal((4, 256)).astype(np.float32)
+    y, _ = _run(model, {"x": x}, "must_keep_origin_dtype", monkeypatch, None)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5, atol=1e-5)
     assert TensorProto.FLOAT in (i.data_type for i in model.graph.initializer)
 
 
@@ -190,7 +186,7 @@ def test_a_large_integer_table_stays_for_shape_inference() -> None:
     assert import_model(model).types["y"].shape == (4, 64)
 
 
-def test_a_weight_with_a_segment_compiles_as_before() -> None:
+def test_a_weight_with_a_segment_compiles_as_before(monkeypatch) -> None:
     """``segment`` (a chunk of a split tensor) is something the checker and onnxruntime
     ignore but numpy conversion refuses: such a weight stays in the protobuf."""
     values = _weights(256, 256)
@@ -198,10 +194,6 @@ def test_a_weight_with_a_segment_compiles_as_before() -> None:
     w.segment.begin, w.segment.end = 0, 256 * 256
     model = _matmul_with(w)
     assert sk.for_onnxruntime(model)[1] == []
-    system = make_system(any_product(), precision_mode="must_keep_origin_dtype")
-    try:
-        x = RNG.standard_normal((4, 256)).astype(np.float32)
-        out = system.compile(model).run({"x": x})
-    finally:
-        system.shutdown()
-    np.testing.assert_allclose(out["y"], x @ values, rtol=1e-5, atol=1e-5)
+    x = RNG.standard_normal((4, 256)).astype(np.float32)
+    y, _ = _run(model, {"x": x}, "must_keep_origin_dtype", monkeypatch, None)
+    np.testing.assert_allclose(y, x @ values, rtol=1e-5, atol=1e-5)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from geplug_simulator.emit import _overflows as overflows_of
-from geplug_simulator.emit import format_of, stamp, task_fields
+from geplug_simulator.emit import event_layout, stamp, task_fields
 from geplug_simulator.graphbuild import to_device
 
 from geplug.device import copy_us
@@ -218,20 +218,12 @@ def _layouts(op: GraphOp) -> dict[str, Any]:
     side likewise (``Conversion.event_layout``), as the real ``ge_task_data`` shows them."""
     if op.conversion is not None:
         return op.conversion.event_layout()
-    kind = op.record.op_type
     held = op.formats
-
-    def shapes(metas: tuple[TensorMeta, ...], *, out: bool) -> list[tuple[int, ...]]:
-        return [held[m.name].shape(tuple(m.shape), _device_dtype(op, m, out=out))
-                if m.name in held else m.shape for m in metas]
-
-    def formats(metas: tuple[TensorMeta, ...]) -> list[str]:
-        return [held[m.name].format if m.name in held else format_of(kind, len(m.shape))
-                for m in metas]
-
-    return {"input_shapes": shapes(op.inputs, out=False), "input_formats": formats(op.inputs),
-            "output_shapes": shapes(op.outputs, out=True),
-            "output_formats": formats(op.outputs)}
+    return event_layout(
+        op.record.op_type,
+        [(tuple(m.shape), held.get(m.name), _device_dtype(op, m)) for m in op.inputs],
+        [(tuple(m.shape), held.get(m.name), _device_dtype(op, m, out=True))
+         for m in op.outputs])
 
 
 def _holder(op: GraphOp, name: str) -> str:
