@@ -126,6 +126,20 @@ def training_throughput(model, pname: str, mode: str, batch: int, optimizer: str
     return batch / (training_step(m, product(pname), optimizer=optimizer).step_us * 1e-6)
 
 
+def llm_training_tokens(model, pname: str, tokens: int, accumulation: int,  # type: ignore[no-untyped-def]
+                        shards: int, recompute: bool) -> float:
+    """Tokens/s per card of an LLM trained data-parallel (MindFormers' recipes): per
+    micro-batch of ``tokens`` tokens a forward (twice under full ``recompute``) and a
+    backward; the AdamW update once per ``accumulation`` micro-batches, over the
+    ``1/shards`` of the parameters this card holds (optimizer parallel). The gradient
+    reduce-scatter and all-gather, once per step, are left out (a few % of these steps)."""
+    m = device_model(model, pname, "allow_mix_precision_bf16")
+    step = training_step(m, product(pname), optimizer="adam")
+    micro = (step.forward_us * (2 if recompute else 1) + step.backward_us
+             + step.optimizer_us / (accumulation * shards))
+    return tokens / (micro * 1e-6)
+
+
 # Inference: best throughput per model on a 310P (Atlas 300I Pro, Ascend310P3; ATC's default
 # force_fp16) from the Ascend ModelZoo-PyTorch ACL_PyTorch README table "310P最优性能(对应bs)"
 # (best 310P performance, at the batch size given) and each model's own README (ATC, ais_bench
@@ -313,6 +327,23 @@ ROWS: list[tuple[str, str, str, float, str, Callable[[], float]]] = [
      lambda: training_throughput(nb.bert(layers=24, hidden=1024, heads=16, seq=128, batch=96,
                                          vocab=21128, weights="input"),
                                  "atlas_train", "allow_mix_precision", 96, "lamb")),
+    # MindFormers on Atlas 800T A2, 8 cards data-parallel (data_parallel 8, model_parallel 1,
+    # pipeline_stage 1, optimizer parallel), bf16, flash attention; tokens/s per card
+    ("atlas_a2", "LLaMA2-7B training, seq 4096, mbs 1, GA 8, bf16 (tokens/s/card)", "e2e",
+     4160.0, "mindspore-lab/mindformers docs/model_cards/llama2.md (Atlas 800T A2, commit "
+     "2388c729; configs/llama2/pretrain_llama2_7b_bf16.yaml)",
+     lambda: llm_training_tokens(nb.llama(weights="input"), "atlas_a2", 4096, 8, 8, False)),
+    ("atlas_a2", "Qwen-7B fine-tuning, seq 2048, mbs 2, bf16 (tokens/s/card)", "e2e", 2955.0,
+     "mindspore-lab/mindformers research/qwen/qwen.md (Atlas 800T A2, commit 2388c729; "
+     "research/qwen/finetune_qwen_7b_bf16.yaml)",
+     lambda: llm_training_tokens(nb.llama(seq=2048, batch=2, vocab=151936, weights="input"),
+                                 "atlas_a2", 4096, 1, 8, False)),
+    ("atlas_a2", "LLaMA3-8B fine-tuning, seq 8192, mbs 1, full recompute, bf16 "
+     "(tokens/s/card)", "e2e", 2581.0,
+     "mindspore-lab/mindformers research/llama3/llama3.md (Atlas 800T A2, commit 2388c729; "
+     "research/llama3/finetune_llama3_8b_8k_800T_A2_64G.yaml)",
+     lambda: llm_training_tokens(nb.llama(seq=8192, vocab=128256, kv_heads=8, ffn=14336,
+                                          weights="input"), "atlas_a2", 8192, 1, 8, True)),
     *[("atlas_infer", what, "fit", published, source,
        (lambda f=factory, b=batch, sc=small: inference_throughput(
            f(), "atlas_infer", "force_fp16", b, small_channel=sc)))

@@ -34,10 +34,11 @@ import numpy as np
 from geplug.device.ir import DTYPE_BYTES, Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
 
-__all__ = ["GATHER_OPS", "ISSUE_MODES", "MIN_SPLIT_K", "SMALL_CHANNEL_C0", "NodeWork",
-           "TaskCost", "cube_shape", "cube_time_us", "gather_unread_bytes", "input_gradient",
-           "l2_resident_bytes", "node_work", "node_works", "small_channel_in_force",
-           "split_k", "task_cost", "task_overhead_us", "weight_gradient", "with_ai_cores"]
+__all__ = ["ATTENTION_OPS", "GATHER_OPS", "ISSUE_MODES", "MIN_SPLIT_K", "SMALL_CHANNEL_C0",
+           "NodeWork", "TaskCost", "causal_fraction", "cube_shape", "cube_time_us",
+           "gather_unread_bytes", "input_gradient", "l2_resident_bytes", "node_work",
+           "node_works", "small_channel_in_force", "split_k", "task_cost", "task_overhead_us",
+           "weight_gradient", "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
 """How tasks reach the device: a sunk graph, or one host launch per op."""
@@ -50,6 +51,13 @@ _NORM = frozenset({"SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "BatchNorm", "Insta
 _CONV_GRADIENTS = frozenset({"Conv2DBackpropInput", "Conv2DBackpropFilter"})
 _RNN_GATES = {"DynamicRNN": 4, "DynamicGRUV2": 3, "RNN": 1}
 """Recurrent op type -> gates (LSTM 4, GRU 3, plain RNN 1)."""
+ATTENTION_OPS = {"FlashAttentionScore": False, "FlashAttentionScoreGrad": True}
+"""Fused attention op types (CANN's, on the 910B and 910_93: op-info of CANN 8.1.RC1) ->
+whether it is the gradient. Each reads ``(query, key, value, ...)``, the gradient
+``(query, key, value, dy, ...)`` as CANN's kernels do."""
+ATTENTION_BLOCK = 128
+"""The score block edge a causal fused attention skips whole blocks by (the kernels' s1/s2
+base block; its size is chosen by the host tiling, which is not public: estimate)."""
 
 
 @attrs.frozen
@@ -91,6 +99,10 @@ class NodeWork:
     gemms: tuple[Gemm, ...] = ()
     vector_flops: float = 0.0
     unresolved: bool = False
+    exp_elements: float = 0.0
+    """Elements of an exponential computed beside the GEMMs on the vector unit (a fused
+    attention's softmax), each costing ``transcendental_flops``; the kernel pipelines them
+    with the cube, so the node takes the longer of its cube and its vector time."""
 
     @property
     def cube_flops(self) -> float:
@@ -325,8 +337,62 @@ def node_works(nodes: Sequence[Node], graph: Graph, op_classes: Sequence[str]
     return out
 
 
+def causal_fraction(s_q: int, s_kv: int, block: int = ATTENTION_BLOCK) -> float:
+    """The share of an ``s_q x s_kv`` score matrix a causal fused attention computes: the
+    blocks of ``block x block`` on or below the diagonal (aligned to the bottom right, as a
+    query row sees the keys up to its own position when ``s_q < s_kv``)."""
+    rows, cols = -(-s_q // block), -(-s_kv // block)
+    if rows <= 0 or cols <= 0:
+        return 1.0
+    shift = cols - rows  # key blocks every query block sees before its diagonal block
+    kept = sum(min(cols, max(r + 1 + shift, 0)) for r in range(rows))
+    return kept / (rows * cols)
+
+
+def _attention(node: Node, graph: Graph, grad: bool) -> NodeWork:
+    """A fused attention (FlashAttentionScore and its gradient) on the cube: per batch and
+    query head, ``S = Q K^T`` (s_q x s_kv, K = head dim) and ``O = P V``; the gradient
+    recomputes S and computes dV = P^T dO, dP = dO V^T, dQ = dS K and dK = dS^T Q (five
+    GEMMs). The softmax runs on the vector unit over the scores in the kernel's buffers: its
+    exponential per score and four simple passes (scale, max, subtract, sum; the gradient's
+    dS = P (dP - rowsum(dO O))), and the score matrix never reaches memory. Layouts: BNSD
+    (4-D, torch's and ONNX's) or BSH (3-D, ``head_num`` heads). ``causal`` (attribute)
+    computes only the blocks on or below the diagonal (:func:`causal_fraction`)."""
+    dims = [_dims(graph, t) if t else () for t in node.inputs[:3]]
+    if len(dims) < 3 or any(len(d) not in (3, 4) for d in dims):
+        return NodeWork(unresolved=True)
+    q, k, v = dims
+    if len(q) == 4:
+        batch, heads, s_q, d = q
+        s_kv, d_v = k[2], v[3]
+    else:
+        heads = int(node.attrs.get("head_num") or node.attrs.get("q_num_heads") or 1)
+        kv_heads = int(node.attrs.get("kv_num_heads") or heads)
+        batch, s_q, d = q[0], q[1], max(q[2] // max(heads, 1), 1)
+        s_kv, d_v = k[1], max(v[2] // max(kv_heads, 1), 1)
+    if node.source_op == "Attention" and len(node.inputs) > 4 and node.inputs[4]:
+        past = _dims(graph, node.inputs[4])  # ONNX's past_key (B, kv heads, past, D)
+        s_kv += past[2] if len(past) == 4 else 0
+    share = causal_fraction(s_q, s_kv) if node.attrs.get("causal") else 1.0
+    # the causal share as fewer key columns per query row: the cube skips whole blocks
+    cols = max(round(s_kv * share), 1)
+    bh = batch * heads
+    scores = float(bh * s_q * cols)
+    gemms: tuple[Gemm, ...]
+    if grad:
+        gemms = (Gemm(bh, s_q, cols, d), Gemm(bh, s_q, cols, d_v), Gemm(bh, cols, d_v, s_q),
+                 Gemm(bh, s_q, d, cols), Gemm(bh, cols, d, s_q))
+    else:
+        gemms = (Gemm(bh, s_q, cols, d), Gemm(bh, s_q, d_v, cols))
+    return NodeWork(gemms=gemms, vector_flops=4.0 * scores, exp_elements=scores)
+
+
 def _node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
     unresolved = _unresolved(graph, [*node.inputs, *node.outputs])
+    grad = ATTENTION_OPS.get(node.op_type)
+    if grad is not None:
+        work = _attention(node, graph, grad)
+        return attrs.evolve(work, unresolved=unresolved or work.unresolved)
     gates = _RNN_GATES.get(node.op_type)
     if gates is not None:
         work = _rnn(node, graph, gates)
@@ -546,7 +612,8 @@ def task_cost(
     c = product.compute
     overhead = task_overhead_us(c, issue_mode)
     cubes = [w.cube_flops if w.gemms else 0.0 for w in works]
-    flops = sum(cf + w.vector_flops for cf, w in zip(cubes, works, strict=True))
+    flops = sum(cf + w.vector_flops + w.exp_elements
+                for cf, w in zip(cubes, works, strict=True))
     cube_flops = sum(cubes)
     unresolved = any(w.unresolved for w in works)
     bw = c.memory_bandwidth_gbps * 1e9
@@ -563,14 +630,23 @@ def task_cost(
     vector_us = 0.0
     cube_cores = 0
     for node, work, dtype in zip(nodes, works, dtypes, strict=True):
+        node_cube = 0.0
         for g in work.gemms:
             t, used = cube_time_us(g, c, dtype, small_channel=small_channel)
-            cube_us += t
+            node_cube += t
             cube_cores = max(cube_cores, used)
-        if work.vector_flops:
+        if work.vector_flops or work.exp_elements:
             rate = c.vector_tflops.get(dtype) or min(c.vector_tflops.values(), default=1.0)
             scale = c.transcendental_flops if node.op_type in _TRANSCENDENTAL else 1.0
-            vector_us += work.vector_flops * scale / (rate * c.vector_efficiency * 1e12) * 1e6
+            node_vector = ((work.vector_flops * scale + work.exp_elements
+                            * c.transcendental_flops) / (rate * c.vector_efficiency * 1e12)
+                           * 1e6)
+            if work.exp_elements and work.gemms:
+                # a fused attention: softmax and GEMMs pipelined on vector and cube
+                node_cube = max(node_cube, node_vector)
+            else:
+                vector_us += node_vector
+        cube_us += node_cube
     matrix = cube_flops > 0
     if matrix:
         cores = max(c.ai_cores, 1)

@@ -11,6 +11,10 @@ stack runs more work, derived here per forward task from the same cost functions
   shape's padding and block split (CANN: ``Conv2DBackpropInput`` / ``Conv2DBackpropFilter``,
   ``MatMulV2`` with transposed operands). The input gradient of a task reading only graph
   inputs is not computed (the data needs none).
+- **fused attention** (FlashAttentionScore): one FlashAttentionScoreGrad task, costed by
+  the same cube and vector model as the forward (:func:`geplug.device.cost.node_work`: it
+  recomputes the scores and runs five GEMMs); it reads the forward's query, key, value,
+  output and dy and writes dq, dk and dv: 2x the forward's bytes.
 - **vector ops**: the backward of an elementwise op reads the output gradient and one saved
   tensor and writes the input gradient: 3 tensors against the forward's 2, so 1.5x its bytes;
   a normalisation (softmax, layer/batch norm) adds the reduction of its parameter gradients:
@@ -55,10 +59,13 @@ import attrs
 
 from geplug.device.cost import (
     _NORM,
+    ATTENTION_OPS,
     Gemm,
     _dims,
     cube_time_us,
     input_gradient,
+    node_work,
+    task_cost,
     task_overhead_us,
     weight_gradient,
 )
@@ -212,6 +219,16 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
     members = [nodes[m] for m in plan.task.members]
     out: list[TrainingTask] = []
     fwd_bytes = plan.cost.bytes_moved
+    attention = [n for n in members if ATTENTION_OPS.get(n.op_type) is False]
+    if attention:
+        grads = [attrs.evolve(n, op_type="FlashAttentionScoreGrad") for n in attention]
+        cost = task_cost(grads, [node_work(n, graph, "matrix") for n in grads],
+                         [plan.dtype] * len(grads), engine="AI_CORE",
+                         bytes_moved=2.0 * fwd_bytes, product=product,
+                         issue_mode=model.issue_mode)
+        return [TrainingTask(name=f"{plan.name}_grad", op_type="FlashAttentionScoreGrad",
+                             phase="backward", duration_us=cost.duration_us,
+                             flops=cost.flops, bytes_moved=cost.bytes_moved)]
     if plan.cost.cube_flops > 0:
         from_data = all(t in graph.inputs for t in plan.task.inputs
                         if t not in model.graph.known)

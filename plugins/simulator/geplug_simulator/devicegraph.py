@@ -32,7 +32,8 @@ _NP_OF = {"float32": np.float32, "float16": np.float16, "float64": np.float64,
           "bool": np.bool_}
 
 
-_READ_ATTRS = ("group", "transA", "transB", "kernel_shape", "hidden_size", "layout", "axis")
+_READ_ATTRS = ("group", "transA", "transB", "kernel_shape", "hidden_size", "layout", "axis",
+               "is_causal", "q_num_heads", "kv_num_heads")
 """The ONNX attributes the device model reads (``Node.attrs``)."""
 
 
@@ -47,8 +48,10 @@ def _node_attrs(node: onnx.NodeProto, op_type: str) -> dict[str, Any]:
             out["trans_b"] = int(a.i)
         elif a.name == "kernel_shape":
             out["kernel_shape"] = tuple(int(v) for v in a.ints)
-        elif a.name in ("hidden_size", "layout", "axis"):
+        elif a.name in ("hidden_size", "layout", "axis", "q_num_heads", "kv_num_heads"):
             out[a.name] = int(a.i)
+        elif a.name == "is_causal":  # Attention: the core's ``causal``
+            out["causal"] = bool(a.i)
     if op_type == "Gemm":
         out.setdefault("trans_a", 0)
     return out

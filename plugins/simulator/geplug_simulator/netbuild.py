@@ -16,11 +16,32 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert", "chain", "densenet121", "efficientnet_b0", "inception_v3", "lstm",
-           "mlp", "mnasnet1_0", "mobilenet_v1", "mobilenet_v2", "mobilenet_v2_flops",
-           "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d",
-           "shufflenet_v2", "squeezenet1_1", "vgg16", "vgg19", "wide_resnet50_2",
-           "wide_resnet101_2"]
+__all__ = [
+    "bert",
+    "chain",
+    "densenet121",
+    "efficientnet_b0",
+    "inception_v3",
+    "llama",
+    "lstm",
+    "mlp",
+    "mnasnet1_0",
+    "mobilenet_v1",
+    "mobilenet_v2",
+    "mobilenet_v2_flops",
+    "resnet18",
+    "resnet34",
+    "resnet50",
+    "resnet101",
+    "resnet152",
+    "resnext50_32x4d",
+    "shufflenet_v2",
+    "squeezenet1_1",
+    "vgg16",
+    "vgg19",
+    "wide_resnet50_2",
+    "wide_resnet101_2",
+]
 
 
 class _Net:
@@ -90,10 +111,10 @@ class _Net:
         return self.op("Reshape", [x, target])
 
     def model(self, name: str, inputs: Sequence[onnx.ValueInfoProto],
-              outputs: Sequence[onnx.ValueInfoProto]) -> onnx.ModelProto:
+              outputs: Sequence[onnx.ValueInfoProto], opset: int = 17) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, name, [*inputs, *self.weight_inputs],
                                   list(outputs), self.inits)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
 def chain(n: int = 1000) -> onnx.ModelProto:
@@ -189,6 +210,50 @@ def gpt2(layers: int = 12, hidden: int = 768, heads: int = 12, seq: int = 128, b
     vocabulary projection (post-norm blocks here; the cost and run time are the same)."""
     return bert(layers=layers, hidden=hidden, heads=heads, seq=seq, batch=batch, style=style,
                 vocab=vocab, causal=True, lm_head=True)
+
+
+def llama(layers: int = 32, hidden: int = 4096, heads: int = 32, ffn: int = 11008,
+          seq: int = 4096, batch: int = 1, vocab: int = 32000, kv_heads: int | None = None,
+          weights: str = "initializer") -> onnx.ModelProto:
+    """A LLaMA decoder (LLaMA2-7B's shape by default): pre-norm blocks with RMS norms
+    (``RMSNormalization``), rotary embedding as the elementwise multiply-adds it is, causal
+    fused attention (ONNX ``Attention``, opset 23: one FlashAttentionScore task, its score
+    matrix never in memory), a SwiGLU feed-forward (``silu(x W_gate) * x W_up``, then
+    ``W_down``) and the vocabulary projection. ``kv_heads`` fewer than ``heads``: grouped
+    query attention."""
+    n = _Net("dynamo", weights=weights)
+    kv = kv_heads or heads
+    dh = hidden // heads
+    emb = n.op("Gather", [n.weight((vocab, hidden), "emb"), "ids"], axis=0)
+    cos = n.weight((seq, dh * kv), "rope_cos")  # per position, broadcast over the batch
+
+    def norm(x: str) -> str:
+        return n.op("RMSNormalization", [x, n.weight((hidden,), "rms_g")], axis=-1,
+                    epsilon=1e-5)
+
+    def rope(t: str, width: int) -> str:
+        c = cos if width == dh * kv else n.weight((seq, width), "rope_cos")
+        return n.op("Add", [n.op("Mul", [t, c]), n.op("Mul", [t, c])])
+
+    x = emb
+    for _ in range(layers):
+        h = norm(x)
+        q = rope(n.op("MatMul", [h, n.weight((hidden, hidden))]), hidden)
+        k = rope(n.op("MatMul", [h, n.weight((hidden, dh * kv))]), dh * kv)
+        v = n.op("MatMul", [h, n.weight((hidden, dh * kv))])
+        a = n.op("Attention", [q, k, v], is_causal=1, q_num_heads=heads, kv_num_heads=kv)
+        x = n.op("Add", [x, n.op("MatMul", [a, n.weight((hidden, hidden))])])
+        h = norm(x)
+        g = n.op("MatMul", [h, n.weight((hidden, ffn))])
+        f = n.op("Mul", [n.op("Mul", [g, n.op("Sigmoid", [g])]),
+                         n.op("MatMul", [h, n.weight((hidden, ffn))])])
+        x = n.op("Add", [x, n.op("MatMul", [f, n.weight((ffn, hidden))])])
+    n.op("MatMul", [norm(x), n.weight((hidden, vocab), "lm_head")])
+    n.nodes[-1].output[0] = "y"
+    return n.model("llama", [helper.make_tensor_value_info("ids", TensorProto.INT64,
+                                                            [batch, seq])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                  [batch, seq, vocab])], opset=23)
 
 
 _MBV2 = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),

@@ -15,6 +15,9 @@ ONNX_TO_ASCEND = {
     "Conv": "Conv2D",
     "ConvTranspose": "Conv2DTranspose",
     "Softmax": "SoftmaxV2",
+    # ONNX's fused attention (opset 23) runs as CANN's fused attention kernel (the 910B's
+    # and 910_93's FlashAttentionScore; its matrix work on the cube, geplug.device.cost)
+    "Attention": "FlashAttentionScore",
     "LogSoftmax": "LogSoftmaxV2",
     "MaxPool": "Pooling",
     "AveragePool": "Pooling",
@@ -23,6 +26,7 @@ ONNX_TO_ASCEND = {
     "LRN": "LRN",
     "RoiAlign": "ROIAlign",
     "LayerNormalization": "LayerNorm",
+    "RMSNormalization": "RmsNorm",
     "BatchNormalization": "BatchNorm",
     "InstanceNormalization": "InstanceNorm",
     "ReduceSum": "ReduceSum",

@@ -165,6 +165,10 @@ class _Builder:
             self.conv_backward(node, outs)
             return
         transposed = aten == "convolution" and len(node.args) > 6 and bool(node.args[6])
+        if aten in _ATTENTION_GRAD:
+            # CANN's FlashAttentionScoreGrad reads (query, key, value, dy, ...); aten's
+            # backward takes (grad_out, query, key, value, out, logsumexp)
+            args = [*args[1:4], *args[:1], *args[4:]]
         self.nodes.append(Node(name=node.name,
                                op_type=ascend_op_type(aten, transposed=transposed),
                                source_op=f"aten.{aten}", inputs=args, outputs=outs,
@@ -221,14 +225,26 @@ class _Builder:
 
 
 _DIM_ARG = {"cat": 1, "split": 2, "split_with_sizes": 2}
+_ATTENTION_CAUSAL_ARG = {"_scaled_dot_product_flash_attention_for_cpu": 4,
+                         "_scaled_dot_product_flash_attention_for_cpu_backward": 7}
+"""aten's fused attention ops (FlashAttentionScore and its gradient on the device) -> the
+position of their ``is_causal`` argument."""
+_ATTENTION_GRAD = frozenset({"_scaled_dot_product_flash_attention_for_cpu_backward"})
 """aten ops whose ``dim`` (the core's ``axis``) is this positional argument (default 0)."""
 
 
 def _cost_attrs(aten: str, node: Any) -> dict[str, Any]:
     """The few attributes the core reads: a convolution's ``group``; a concatenation's or
-    split's ``axis`` (its ``dim``: the format rules of :mod:`geplug.device.formats`)."""
+    split's ``axis`` (its ``dim``: the format rules of :mod:`geplug.device.formats`); a
+    fused attention's ``causal`` (its ``is_causal``: the cube skips the masked blocks,
+    :func:`geplug.device.cost.causal_fraction`)."""
     if aten == "convolution" and len(node.args) > 8:
         return {"group": int(node.args[8])}
+    causal = _ATTENTION_CAUSAL_ARG.get(aten)
+    if causal is not None:
+        flag = node.args[causal] if len(node.args) > causal else node.kwargs.get(
+            "is_causal", False)
+        return {"causal": bool(flag)}
     position = _DIM_ARG.get(aten)
     if position is not None:
         dim = node.args[position] if len(node.args) > position else node.kwargs.get("dim", 0)

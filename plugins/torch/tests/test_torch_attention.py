@@ -1,0 +1,61 @@
+"""scaled_dot_product_attention through torch.compile: FlashAttentionScore and its gradient
+carry attention's matrix work on the cube (issue 10: it was costed as a vector op with no
+cube FLOPs), the causal mask skipping the blocks above the diagonal."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import geplug_torch  # noqa: E402
+
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
+
+B, H, S, D = 2, 4, 512, 32
+
+
+class _Attn(torch.nn.Module):
+    def __init__(self, causal: bool) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(H * D, 3 * H * D)
+        self.causal = causal
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = (t.view(B, S, H, D).transpose(1, 2)
+                   for t in self.qkv(x).chunk(3, dim=-1))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return y.sum()
+
+
+def _trained(causal: bool):  # type: ignore[no-untyped-def]
+    be = geplug_torch.backend(product="atlas_a2",
+                              config={"precision_mode": "must_keep_origin_dtype"})
+    compiled = torch.compile(_Attn(causal), backend=be)
+    compiled(torch.randn(B, S, H * D)).backward()
+    (model,) = be.models
+    be.shutdown()
+    return model
+
+
+def _task(model, phase: str, op_type: str):  # type: ignore[no-untyped-def]
+    (task,) = [p for p in model.graphs[phase].device.tasks if p.task.op_type == op_type]
+    return task
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_and_its_gradient_are_cube_work(causal: bool) -> None:
+    model = _trained(causal)
+    fwd = _task(model, "forward", "FlashAttentionScore")
+    grad = _task(model, "backward", "FlashAttentionScoreGrad")
+    blocks = S // 128
+    share = (blocks + 1) / (2 * blocks) if causal else 1.0
+    # Q K^T and P V: 4 B H S^2 D, an independent count; the gradient's five GEMMs 2.5x
+    assert fwd.cost.cube_flops == pytest.approx(4.0 * B * H * S * S * D * share)
+    assert grad.cost.cube_flops == pytest.approx(2.5 * fwd.cost.cube_flops)
+    # the gradient reads query, key, value and dy as CANN's kernel does
+    node = {n.name: n for n in model.graphs["backward"].device.graph.graph.nodes}[
+        grad.task.members[0]]
+    shapes = [model.graphs["backward"].device.graph.graph.tensor(t).shape
+              for t in node.inputs[:4]]
+    assert shapes == [(B, H, S, D)] * 4
