@@ -101,8 +101,14 @@ class NodeWork:
     unresolved: bool = False
     exp_elements: float = 0.0
     """Elements of an exponential computed beside the GEMMs on the vector unit (a fused
-    attention's softmax), each costing ``transcendental_flops``; the kernel pipelines them
-    with the cube, so the node takes the longer of its cube and its vector time."""
+    attention's softmax), each costing ``transcendental_flops``; a fused kernel pipelines
+    them with the cube, so the node takes the longer of its cube and its vector time."""
+    spill_elements: float = 0.0
+    """Elements moved to and from memory between the kernels of a decomposed op (an
+    attention's score matrix, once per pass), at the compute dtype's size."""
+    unfused: NodeWork | None = None
+    """The work of the op's decomposition, for a product without its fused kernel
+    (``compute.fused_attention`` false)."""
 
     @property
     def cube_flops(self) -> float:
@@ -337,14 +343,17 @@ def node_works(nodes: Sequence[Node], graph: Graph, op_classes: Sequence[str]
     return out
 
 
-def causal_fraction(s_q: int, s_kv: int, block: int = ATTENTION_BLOCK) -> float:
+def causal_fraction(s_q: int, s_kv: int, block: int = ATTENTION_BLOCK, *,
+                    bottom_right: bool = False) -> float:
     """The share of an ``s_q x s_kv`` score matrix a causal fused attention computes: the
-    blocks of ``block x block`` on or below the diagonal (aligned to the bottom right, as a
-    query row sees the keys up to its own position when ``s_q < s_kv``)."""
+    blocks of ``block x block`` on or below the diagonal. The diagonal starts at the first
+    key (torch's ``is_causal``: query ``i`` sees keys ``0..i``; ONNX's without a past cache)
+    or, ``bottom_right``, ends at the last one (a query block after a key cache sees every
+    cached key: ONNX's with ``past_key``)."""
     rows, cols = -(-s_q // block), -(-s_kv // block)
     if rows <= 0 or cols <= 0:
         return 1.0
-    shift = cols - rows  # key blocks every query block sees before its diagonal block
+    shift = cols - rows if bottom_right else 0  # key blocks before each diagonal block
     kept = sum(min(cols, max(r + 1 + shift, 0)) for r in range(rows))
     return kept / (rows * cols)
 
@@ -373,18 +382,35 @@ def _attention(node: Node, graph: Graph, grad: bool) -> NodeWork:
     if node.source_op == "Attention" and len(node.inputs) > 4 and node.inputs[4]:
         past = _dims(graph, node.inputs[4])  # ONNX's past_key (B, kv heads, past, D)
         s_kv += past[2] if len(past) == 4 else 0
-    share = causal_fraction(s_q, s_kv) if node.attrs.get("causal") else 1.0
+    causal = bool(node.attrs.get("causal"))
+    bottom_right = node.source_op == "Attention" and len(node.inputs) > 4 and bool(
+        node.inputs[4])  # ONNX aligns the mask to the last keys only with a past cache
+    share = causal_fraction(s_q, s_kv, bottom_right=bottom_right) if causal else 1.0
     # the causal share as fewer key columns per query row: the cube skips whole blocks
     cols = max(round(s_kv * share), 1)
     bh = batch * heads
     scores = float(bh * s_q * cols)
+    full = float(bh * s_q * s_kv)
     gemms: tuple[Gemm, ...]
     if grad:
         gemms = (Gemm(bh, s_q, cols, d), Gemm(bh, s_q, cols, d_v), Gemm(bh, cols, d_v, s_q),
                  Gemm(bh, s_q, d, cols), Gemm(bh, cols, d, s_q))
+        # the decomposition's backward (autograd of BatchMatMul, softmax, BatchMatMul; the
+        # probabilities saved by the forward): dV = P^T dO, dP = dO V^T, dS = SoftmaxGrad(P,
+        # dP), dQ = dS K, dK = dS^T Q over every score; the scores pass through memory 7
+        # times (read P twice, write dP, read dP, write dS, read dS twice)
+        unfused = NodeWork(gemms=(Gemm(bh, s_kv, d_v, s_q), Gemm(bh, s_q, s_kv, d_v),
+                                  Gemm(bh, s_q, d, s_kv), Gemm(bh, s_kv, d, s_q)),
+                           vector_flops=3.0 * full, spill_elements=7.0 * full)
     else:
         gemms = (Gemm(bh, s_q, cols, d), Gemm(bh, s_q, d_v, cols))
-    return NodeWork(gemms=gemms, vector_flops=4.0 * scores, exp_elements=scores)
+        # BatchMatMul writes S, the softmax reads it and writes P, BatchMatMul reads P; a
+        # causal mask is one more read and write of S
+        unfused = NodeWork(gemms=(Gemm(bh, s_q, s_kv, d), Gemm(bh, s_q, d_v, s_kv)),
+                           vector_flops=4.0 * full, exp_elements=full,
+                           spill_elements=(6.0 if causal else 4.0) * full)
+    return NodeWork(gemms=gemms, vector_flops=4.0 * scores, exp_elements=scores,
+                    unfused=unfused)
 
 
 def _node_work(node: Node, graph: Graph, op_class: str) -> NodeWork:
@@ -611,6 +637,8 @@ def task_cost(
     kernel tap (:func:`cube_shape`)."""
     c = product.compute
     overhead = task_overhead_us(c, issue_mode)
+    if not c.fused_attention:  # no fused kernel on this SoC: the decomposition's work
+        works = [w if w.unfused is None else w.unfused for w in works]
     cubes = [w.cube_flops if w.gemms else 0.0 for w in works]
     flops = sum(cf + w.vector_flops + w.exp_elements
                 for cf, w in zip(cubes, works, strict=True))
@@ -630,6 +658,8 @@ def task_cost(
     vector_us = 0.0
     cube_cores = 0
     for node, work, dtype in zip(nodes, works, dtypes, strict=True):
+        if work.spill_elements:
+            bytes_moved += work.spill_elements * dtype_bytes(dtype)
         node_cube = 0.0
         for g in work.gemms:
             t, used = cube_time_us(g, c, dtype, small_channel=small_channel)
@@ -641,7 +671,7 @@ def task_cost(
             node_vector = ((work.vector_flops * scale + work.exp_elements
                             * c.transcendental_flops) / (rate * c.vector_efficiency * 1e12)
                            * 1e6)
-            if work.exp_elements and work.gemms:
+            if work.exp_elements and work.gemms and not work.spill_elements:
                 # a fused attention: softmax and GEMMs pipelined on vector and cube
                 node_cube = max(node_cube, node_vector)
             else:
@@ -665,6 +695,11 @@ def task_cost(
         task_type = "AI_CORE"
         if product.profiling.mix_aic_large_matmul and cube_flops > 1e9 and any(
                 g.k % 16 or g.n % 16 for w in works for g in w.gemms):
+            task_type = "MIX_AIC"
+        elif product.profiling.split_cores and any(
+                w.exp_elements and w.gemms and not w.spill_elements for w in works):
+            # a fused attention uses the cube cores and the vector cores of a SoC that
+            # splits them: one kernel of both, reported as such
             task_type = "MIX_AIC"
     else:
         task_type = "AI_VECTOR_CORE" if product.profiling.split_cores else "AI_CORE"

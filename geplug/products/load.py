@@ -374,9 +374,10 @@ def _check_compute(compute: Any, errors: list[tuple[str, str]]) -> None:
         value = getattr(compute, key)
         if not value >= 0:
             errors.append((f"compute.{key}", f"expected a number >= 0, got {value!r}"))
-    if not isinstance(compute.small_channel_needs_aipp, bool):
-        errors.append(("compute.small_channel_needs_aipp",
-                       f"expected true or false, got {compute.small_channel_needs_aipp!r}"))
+    for key in ("small_channel_needs_aipp", "fused_attention"):
+        if not isinstance(getattr(compute, key), bool):
+            errors.append((f"compute.{key}",
+                           f"expected true or false, got {getattr(compute, key)!r}"))
     if compute.l2_cache_mib > 0 and not compute.l2_bandwidth_gbps > 0:
         errors.append(("compute.l2_bandwidth_gbps", "l2_cache_mib = "
                        f"{compute.l2_cache_mib!r} needs the achieved L2 bandwidth: expected a "

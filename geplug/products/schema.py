@@ -277,6 +277,11 @@ class ComputeModel:
     layer fed by AIPP on this SoC (the TBE Conv2D's ``op_select_format`` turns C04 off for a
     convolution that is not the AIPP-fed first layer on such SoCs). geplug models no AIPP,
     so the simulator never uses C04 on such a product."""
+    fused_attention: bool = False
+    """Whether the SoC has the fused attention kernels (FlashAttentionScore and its
+    gradient, CANN's op-info). Without them an attention runs as its decomposition: every
+    score computed (no causal block skipping) and the score matrix written to and read from
+    memory between its BatchMatMul and softmax kernels (:mod:`geplug.device.cost`)."""
 
 
 def _patterns(value: Any) -> Mapping[str, tuple[tuple[str, ...], ...]]:

@@ -39,7 +39,8 @@ def test_forward_attention_is_two_gemms_per_head_on_the_cube() -> None:
     (task,) = model.tasks
     # Q K^T and P V per batch and head: 4 B H S^2 D
     assert task.cost.cube_flops == pytest.approx(4.0 * B * H * S * S * D)
-    assert task.cost.task_type in ("AI_CORE", "MIX_AIC")
+    # one kernel on the cube cores and the vector cores of a SoC that splits them
+    assert task.cost.task_type == "MIX_AIC"
     # the score matrix (B H S S) never reaches memory: q, k, v in, out written
     assert task.cost.bytes_moved == pytest.approx(4 * B * H * S * D * 2)
 
@@ -56,9 +57,12 @@ def test_causal_attention_computes_the_blocks_on_and_below_the_diagonal() -> Non
     assert causal.tasks[0].duration_ns < full.tasks[0].duration_ns
 
 
-def test_causal_fraction_aligns_a_shorter_query_to_the_last_keys() -> None:
-    # one query block against four key blocks: it sees every key (bottom-right aligned)
-    assert causal_fraction(128, 512) == 1.0
+def test_causal_fraction_aligns_the_diagonal_as_the_mask_does() -> None:
+    # torch's is_causal (and ONNX's without a cache): query i sees keys 0..i, so one
+    # query block against four key blocks computes only the first
+    assert causal_fraction(128, 512) == pytest.approx(1 / 4)
+    # after a key cache (ONNX's past_key) the diagonal ends at the last key: every key
+    assert causal_fraction(128, 512, bottom_right=True) == 1.0
     assert causal_fraction(256, 256) == pytest.approx(3 / 4)
     assert causal_fraction(100, 100) == 1.0  # a single block
 
@@ -115,3 +119,27 @@ def test_bsh_layout_reads_the_head_count_from_the_node() -> None:
     work = node_work(node, g, "matrix")
     assert work.cube_flops == pytest.approx(4.0 * B * H * S * S * D)
     assert not work.unresolved
+
+
+@pytest.mark.requires_products("atlas_a2", "atlas_train")
+@pytest.mark.parametrize("causal", [False, True])
+def test_without_the_fused_kernel_attention_costs_its_decomposition(causal: bool) -> None:
+    """atlas_train's SoC (the 910) has no FlashAttentionScore: every score is computed
+    (no causal block skipping), the score matrix goes through memory between the kernels
+    (4 passes, 6 with the mask), the softmax does not overlap the cube."""
+    fused, _ = _model(_attention(causal=causal))
+    plain, p = _model(_attention(causal=causal), "atlas_train")
+    assert not p.compute.fused_attention
+    assert plain.tasks[0].cost.cube_flops == pytest.approx(4.0 * B * H * S * S * D)
+    scores = B * H * S * S
+    io = 4 * B * H * S * D * 2
+    assert plain.tasks[0].cost.bytes_moved == pytest.approx(
+        io + (6 if causal else 4) * scores * 2)
+    assert fused.tasks[0].cost.bytes_moved == pytest.approx(io)
+    assert plain.tasks[0].cost.task_type == "AI_CORE"
+
+
+@pytest.mark.requires_products("atlas_train")
+def test_without_the_fused_kernel_the_gradient_is_the_decompositions_four_gemms() -> None:
+    plain, _ = _model(_attention("FlashAttentionScoreGrad"), "atlas_train")
+    assert plain.tasks[0].cost.cube_flops == pytest.approx(2 * 4.0 * B * H * S * S * D)

@@ -225,14 +225,18 @@ def llama(layers: int = 32, hidden: int = 4096, heads: int = 32, ffn: int = 1100
     kv = kv_heads or heads
     dh = hidden // heads
     emb = n.op("Gather", [n.weight((vocab, hidden), "emb"), "ids"], axis=0)
-    cos = n.weight((seq, dh * kv), "rope_cos")  # per position, broadcast over the batch
+    # the rotary tables, per position (broadcast over the batch): one for the queries' width
+    # and, with grouped query attention, one for the keys' narrower width
+    tables = {hidden: n.weight((seq, hidden), "rope_cos")}
+    if dh * kv not in tables:
+        tables[dh * kv] = n.weight((seq, dh * kv), "rope_cos_kv")
 
     def norm(x: str) -> str:
         return n.op("RMSNormalization", [x, n.weight((hidden,), "rms_g")], axis=-1,
                     epsilon=1e-5)
 
     def rope(t: str, width: int) -> str:
-        c = cos if width == dh * kv else n.weight((seq, width), "rope_cos")
+        c = tables[width]
         return n.op("Add", [n.op("Mul", [t, c]), n.op("Mul", [t, c])])
 
     x = emb

@@ -58,16 +58,45 @@ def test_attention_outputs_are_onnxruntimes() -> None:
     np.testing.assert_array_equal(got, plain.run(None, feeds)[0])
 
 
-def test_llama_builder_matrix_work_is_the_published_parameter_count() -> None:
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_llama_builder_matrix_work_is_the_published_parameter_count(kv_heads: int) -> None:
     """2 FLOPs per matrix weight per token (an independent count from the layer widths),
-    plus causal attention's 4 s^2 d per head, block-skipped."""
+    plus causal attention's 4 s^2 d per head, block-skipped; with grouped-query attention
+    the key/value projections narrow and the rotary tables stay two, not one per layer."""
     layers, hidden, heads, ffn, seq, vocab = 2, 256, 4, 688, 512, 1000
+    dh = hidden // heads
     model = nb.llama(layers=layers, hidden=hidden, heads=heads, ffn=ffn, seq=seq,
-                     vocab=vocab, weights="input")
+                     vocab=vocab, kv_heads=kv_heads, weights="input")
     with geplug.initialize_system(product="atlas_a2") as system:
         compiled = system.compile(model)
-    weights = layers * (4 * hidden * hidden + 3 * hidden * ffn) + hidden * vocab
-    attention = layers * 4.0 * heads * seq * seq * (hidden // heads) * (10 / 16)
+    weights = layers * (2 * hidden * hidden + 2 * hidden * dh * kv_heads
+                        + 3 * hidden * ffn) + hidden * vocab
+    attention = layers * 4.0 * heads * seq * seq * dh * (10 / 16)
     assert compiled.device.cube_flops == pytest.approx(2.0 * weights * seq + attention)
     assert [t.task.op_type for t in compiled.device.tasks].count(
         "FlashAttentionScore") == layers
+    tables = [i.name for i in model.graph.input if i.name.startswith("rope_cos")]
+    assert len(tables) == (1 if kv_heads == heads else 2)
+
+
+def test_a_causal_attention_after_a_key_cache_sees_every_cached_key() -> None:
+    """ONNX aligns the causal diagonal to the last key when ``past_key`` is given: 128 new
+    queries after 384 cached keys compute all 4 key blocks (without the cache the same
+    shapes would be 1 of 4: the diagonal from the first key)."""
+    new, past = 128, 384
+    node = helper.make_node("Attention", ["q", "k", "v", "", "pk", "pv"], ["y", "ok", "ov"],
+                            is_causal=1)
+    shapes = {"q": [B, H, new, D], "k": [B, H, new, D], "v": [B, H, new, D],
+              "pk": [B, H, past, D], "pv": [B, H, past, D]}
+    graph = helper.make_graph(
+        [node], "cached", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                           for n, s in shapes.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, H, new, D]),
+         helper.make_tensor_value_info("ok", TensorProto.FLOAT, [B, H, new + past, D]),
+         helper.make_tensor_value_info("ov", TensorProto.FLOAT, [B, H, new + past, D])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    with geplug.initialize_system(product="atlas_a2") as system:
+        compiled = system.compile(model)
+    (task,) = compiled.device.tasks
+    assert task.cost.cube_flops == pytest.approx(4.0 * B * H * new * (new + past) * D)

@@ -167,7 +167,9 @@ class _Builder:
         transposed = aten == "convolution" and len(node.args) > 6 and bool(node.args[6])
         if aten in _ATTENTION_GRAD:
             # CANN's FlashAttentionScoreGrad reads (query, key, value, dy, ...); aten's
-            # backward takes (grad_out, query, key, value, out, logsumexp)
+            # backward takes (grad_out, query, key, value, out, logsumexp): the framework
+            # op keeps aten's order
+            self.call_inputs[node.name] = tuple(args)
             args = [*args[1:4], *args[:1], *args[4:]]
         self.nodes.append(Node(name=node.name,
                                op_type=ascend_op_type(aten, transposed=transposed),
@@ -225,12 +227,13 @@ class _Builder:
 
 
 _DIM_ARG = {"cat": 1, "split": 2, "split_with_sizes": 2}
+"""aten ops whose ``dim`` (the core's ``axis``) is this positional argument (default 0)."""
 _ATTENTION_CAUSAL_ARG = {"_scaled_dot_product_flash_attention_for_cpu": 4,
                          "_scaled_dot_product_flash_attention_for_cpu_backward": 7}
 """aten's fused attention ops (FlashAttentionScore and its gradient on the device) -> the
 position of their ``is_causal`` argument."""
 _ATTENTION_GRAD = frozenset({"_scaled_dot_product_flash_attention_for_cpu_backward"})
-"""aten ops whose ``dim`` (the core's ``axis``) is this positional argument (default 0)."""
+"""aten's fused attention backward: its device node reads CANN's operand order."""
 
 
 def _cost_attrs(aten: str, node: Any) -> dict[str, Any]:

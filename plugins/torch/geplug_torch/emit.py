@@ -26,6 +26,7 @@ from geplug_simulator.graphbuild import to_device
 
 from geplug.device import copy_us
 from geplug.events import ApiCall, DumpEvent, TaskEvent, TensorRecord
+from geplug_torch.lowering import FLOAT32_STATISTICS
 
 if TYPE_CHECKING:
     from geplug_torch.graph import CompiledGraph, GraphOp, TensorMeta
@@ -187,8 +188,9 @@ class GraphEmitter:
                 run=placeholder, op=op.record, start_us=0.0,
                 duration_us=op.duration_us * factor,
                 wait_us=0.0, flops=op.flops, bytes_moved=op.bytes_moved,
-                input_dtypes=[_device_dtype(op, m) for m in op.inputs],
-                output_dtypes=[_device_dtype(op, m, out=True) for m in op.outputs],
+                input_dtypes=[_device_dtype(op, m, index=i) for i, m in enumerate(op.inputs)],
+                output_dtypes=[_device_dtype(op, m, out=True, index=i)
+                               for i, m in enumerate(op.outputs)],
                 cube_fraction=op.cube_fraction, **_layouts(op),
             )) for op in self.graph.ops]
         return self._tasks
@@ -198,10 +200,10 @@ class GraphEmitter:
         arrays = [_value(values, _holder(op, m.name)) for m in metas]
         records: list[TensorRecord] = []
         placeholders = set(self.graph.placeholders)
-        for meta, tensor in zip(metas, arrays, strict=False):
+        for index, (meta, tensor) in enumerate(zip(metas, arrays, strict=False)):
             if tensor is None:
                 continue
-            dtype = _device_dtype(op, meta, out=not inputs)
+            dtype = _device_dtype(op, meta, out=not inputs, index=index)
             array = to_numpy(tensor)
             if array.dtype.kind == "f" and dtype in ("float16", "bfloat16", "float32"):
                 array = to_device(array, dtype)
@@ -221,9 +223,10 @@ def _layouts(op: GraphOp) -> dict[str, Any]:
     held = op.formats
     return event_layout(
         op.record.op_type,
-        [(tuple(m.shape), held.get(m.name), _device_dtype(op, m)) for m in op.inputs],
-        [(tuple(m.shape), held.get(m.name), _device_dtype(op, m, out=True))
-         for m in op.outputs])
+        [(tuple(m.shape), held.get(m.name), _device_dtype(op, m, index=i))
+         for i, m in enumerate(op.inputs)],
+        [(tuple(m.shape), held.get(m.name), _device_dtype(op, m, out=True, index=i))
+         for i, m in enumerate(op.outputs)])
 
 
 def _holder(op: GraphOp, name: str) -> str:
@@ -251,8 +254,15 @@ def _first(value: Any) -> Any:
     return found[0] if found else None
 
 
-def _device_dtype(op: GraphOp, meta: TensorMeta, *, out: bool = False) -> str:
+def _device_dtype(op: GraphOp, meta: TensorMeta, *, out: bool = False,
+                  index: int = -1) -> str:
+    """The dtype the device holds ``meta`` in: the decision's (its output dtype for an
+    output), except float32 statistics a lowered op keeps (:data:`FLOAT32_STATISTICS`, by
+    the tensor's position ``index``) and tensors of another dtype."""
     d = op.decision
+    kept = FLOAT32_STATISTICS.get(op.aten) if op.conversion is None else None
+    if kept is not None and index in kept[1 if out else 0]:
+        return meta.dtype
     if meta.dtype == d.original_dtype and d.dtype:
         return (d.output_dtype or d.dtype) if out else d.dtype
     return meta.dtype

@@ -35,7 +35,8 @@ from geplug.events import OpRecord
 from geplug.kernel_meta import KernelSpec, conversion_spec, write_kernel_meta
 from geplug.precision import NodeInfo, OpDecision, decide
 from geplug_torch.devicegraph import FxGraph, TensorMeta, fx_device_graph, view_caps
-from geplug_torch.lowering import Lowered
+from geplug_torch.lowering import FLOAT32_STATISTICS, Lowered
+from geplug_torch.opmap import aten_name
 
 if TYPE_CHECKING:
     from geplug.runtime.system import System
@@ -154,8 +155,11 @@ def _lower(fx_node: Any, d: OpDecision) -> bool:
     """Rewrite ``fx_node`` to run in ``d``'s dtype when it is lower than the graph's."""
     if d.dtype in _FLOATS and d.original_dtype in _FLOATS and d.op_type != "Cast" and (
             d.dtype != d.original_dtype or (d.output_dtype or d.dtype) != d.original_dtype):
+        keep_in, keep_out = FLOAT32_STATISTICS.get(aten_name(fx_node.target),
+                                                   (frozenset(), frozenset()))
         fx_node.target = Lowered(fx_node.target, device=d.dtype,
-                                 out=d.output_dtype or d.dtype, original=d.original_dtype)
+                                 out=d.output_dtype or d.dtype, original=d.original_dtype,
+                                 keep_inputs=keep_in, keep_outputs=keep_out)
         return True
     return False
 

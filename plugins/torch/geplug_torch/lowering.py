@@ -15,9 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Lowered", "torch_dtype"]
+__all__ = ["FLOAT32_STATISTICS", "Lowered", "torch_dtype"]
 
 _NAMES = ("float16", "bfloat16", "float32", "float64")
+
+FLOAT32_STATISTICS: dict[str, tuple[frozenset[int], frozenset[int]]] = {
+    "_scaled_dot_product_flash_attention_for_cpu": (frozenset(), frozenset({1})),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": (frozenset({5}), frozenset()),
+}
+"""aten op -> (positional inputs, outputs) that stay float32 when the op is lowered: the
+softmax statistics of fused attention (its logsumexp), which CANN's FlashAttentionScore
+writes and FlashAttentionScoreGrad reads in float32 whatever the data dtype (op-info of CANN
+8.1.RC1: ``softmax_max`` / ``softmax_sum`` float32 for every query dtype)."""
 
 
 def torch_dtype(name: str) -> Any:
@@ -31,8 +40,14 @@ def torch_dtype(name: str) -> Any:
 class Lowered:
     """An fx call target: ``target`` run in ``device`` dtype, outputs rounded to ``out``."""
 
-    def __init__(self, target: Any, *, device: str, out: str, original: str) -> None:
+    def __init__(self, target: Any, *, device: str, out: str, original: str,
+                 keep_inputs: frozenset[int] = frozenset(),
+                 keep_outputs: frozenset[int] = frozenset()) -> None:
         self.target = target
+        self.keep_inputs = keep_inputs
+        """Positional inputs left in their dtype (float32 statistics)."""
+        self.keep_outputs = keep_outputs
+        """Outputs of a tuple result left unrounded (float32 statistics)."""
         self.device = torch_dtype(device)
         self.out = torch_dtype(out) or self.device
         self.original = torch_dtype(original)
@@ -57,18 +72,21 @@ class Lowered:
                 value.dtype in (self.original, self.device, self.out):
             return value.to(self.out).to(self.original)
         if isinstance(value, (list, tuple)):
-            return type(value)(self._round(v) for v in value)
+            return type(value)(v.to(self.original) if i in self.keep_outputs
+                               and isinstance(v, torch.Tensor) else self._round(v)
+                               for i, v in enumerate(value))
         return value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        args = self._cast(args, self.device)
+        kept = {i: args[i] for i in self.keep_inputs if i < len(args)}
+        args = tuple(kept.get(i, a) for i, a in enumerate(self._cast(args, self.device)))
         kwargs = {k: self._cast(v, self.device) for k, v in kwargs.items()}
         if not self.fallback:
             try:
                 return self._round(self.target(*args, **kwargs))
             except (RuntimeError, NotImplementedError):
                 self.fallback = True
-        args = self._cast_back(args)
+        args = tuple(kept.get(i, a) for i, a in enumerate(self._cast_back(args)))
         kwargs = {k: self._cast_back(v) for k, v in kwargs.items()}
         return self._round(self.target(*args, **kwargs))
 
