@@ -277,3 +277,58 @@ def test_advisor_schedule_analysis_reads_geplugs_framework_ops(advised):
     rows = sheets["亲和API接口"]
     assert any("fast_gelu" in cell for r in rows for cell in r), rows
     assert "Scanning timeline for affinity apis" in log
+
+
+class _SdpaLM(torch.nn.Module):
+    """An embedding, one causal scaled_dot_product_attention block and a vocabulary head:
+    FlashAttentionScore forward and FlashAttentionScoreGrad backward kernels."""
+
+    def __init__(self, vocab: int = 64, dim: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.tok = torch.nn.Embedding(vocab, dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, idx, targets):
+        x = self.tok(idx)
+        b, t, c = x.shape
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                   for z in self.qkv(x).split(c, dim=2))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        logits = self.head(x + y.transpose(1, 2).reshape(b, t, c))
+        return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]),
+                                                 targets.view(-1))
+
+
+def test_compare_counts_geplugs_fused_attention_as_flash_attention(tmp_path):
+    """``compare``'s overall metrics put FlashAttentionScore(Grad) kernels in its "Flash
+    Attention (Forward/Backward)" rows (its kernel_details op-type rule): they must carry
+    geplug's kernel durations and counts."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    be = geplug_torch.backend(product="atlas_a2",
+                              config={"precision_mode": "must_keep_origin_dtype"})
+    compiled = torch.compile(_SdpaLM(), backend=be)
+    exp = P._ExperimentalConfig(profiler_level=P.ProfilerLevel.Level1,
+                                export_type=[P.ExportType.Text])
+    with P.profile(activities=[P.ProfilerActivity.CPU, P.ProfilerActivity.NPU],
+                   schedule=P.schedule(wait=1, warmup=0, active=1, repeat=1),
+                   on_trace_ready=P.tensorboard_trace_handler(str(tmp_path / "prof"), "w0"),
+                   record_shapes=True, experimental_config=exp) as prof:
+        train(compiled, 3, prof=prof)
+    be.shutdown()
+    (root,) = prof.outputs
+    kernels = _kernels(root)
+    want = {}
+    for label, op_type in (("Forward", "FlashAttentionScore"),
+                           ("Backward", "FlashAttentionScoreGrad")):
+        durations = [float(k["Duration(us)"]) for k in kernels if k["Type"] == op_type]
+        assert durations, op_type
+        want[label] = (sum(durations) / 1000, len(durations))
+    sheets, _ = _run(["compare", "-d", root, "-bp", root], tmp_path / "compare")
+    rows = {r[0].strip(): r for r in sheets["OverallMetrics"] if r and r[0]}
+    for label, (ms, count) in want.items():
+        row = rows[f"Flash Attention ({label})"]
+        assert float(row[1]) == pytest.approx(ms, abs=1e-6), label
+        assert int(float(row[3])) == count, label
