@@ -106,6 +106,10 @@ class NodeWork:
     spill_elements: float = 0.0
     """Elements moved to and from memory between the kernels of a decomposed op (an
     attention's score matrix, once per pass), at the compute dtype's size."""
+    scratch_elements: float = 0.0
+    """Elements a decomposed op holds in memory at once inside its task (an attention's
+    score and probability matrices, at the compute dtype's size): planned as a block live
+    for that task (:mod:`geplug.device.memory`)."""
     unfused: NodeWork | None = None
     """The work of the op's decomposition, for a product without its fused kernel
     (``compute.fused_attention`` false)."""
@@ -401,14 +405,16 @@ def _attention(node: Node, graph: Graph, grad: bool) -> NodeWork:
         # times (read P twice, write dP, read dP, write dS, read dS twice)
         unfused = NodeWork(gemms=(Gemm(bh, s_kv, d_v, s_q), Gemm(bh, s_q, s_kv, d_v),
                                   Gemm(bh, s_q, d, s_kv), Gemm(bh, s_kv, d, s_q)),
-                           vector_flops=3.0 * full, spill_elements=7.0 * full)
+                           vector_flops=3.0 * full, spill_elements=7.0 * full,
+                           scratch_elements=3.0 * full)  # P, dP, dS
     else:
         gemms = (Gemm(bh, s_q, cols, d), Gemm(bh, s_q, d_v, cols))
         # BatchMatMul writes S, the softmax reads it and writes P, BatchMatMul reads P; a
         # causal mask is one more read and write of S
         unfused = NodeWork(gemms=(Gemm(bh, s_q, s_kv, d), Gemm(bh, s_q, d_v, s_kv)),
                            vector_flops=4.0 * full, exp_elements=full,
-                           spill_elements=(6.0 if causal else 4.0) * full)
+                           spill_elements=(6.0 if causal else 4.0) * full,
+                           scratch_elements=2.0 * full)  # S and P
     return NodeWork(gemms=gemms, vector_flops=4.0 * scores, exp_elements=scores,
                     unfused=unfused)
 

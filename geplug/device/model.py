@@ -383,7 +383,14 @@ def build_device_model(
         for t in task.outputs:
             if t not in sizes:
                 sizes[t] = nbytes(t)
-        order.append((task.name, reads, list(task.outputs)))
+        writes = list(task.outputs)
+        scratch = _scratch_bytes(plans[k][4], plans[k][3], product)
+        if scratch:
+            # what a decomposed op keeps in memory inside its task (a block live for it)
+            name = f"{task.name}/scratch"
+            sizes[name] = scratch
+            writes.append(name)
+        order.append((task.name, reads, writes))
     for t in feeds:
         sizes.setdefault(t, nbytes.plain(t))
     roots = [opt.root(t) for t in graph.outputs]
@@ -552,6 +559,16 @@ def _graph_dtype(graph: Graph, node: Any) -> str:
         if tt is not None and tt.dtype in _FLOATS:
             return tt.dtype
     return "float32"
+
+
+def _scratch_bytes(works: Sequence[NodeWork], dtype: str, product: Product) -> int:
+    """Bytes a task's decomposed ops hold in memory at once (an attention on a SoC without
+    the fused kernels: its score and probability matrices, ``NodeWork.scratch_elements`` of
+    the decomposition, at the compute dtype's size); 0 for every other task."""
+    if product.compute.fused_attention:
+        return 0
+    elements = sum(w.unfused.scratch_elements for w in works if w.unfused is not None)
+    return int(elements * dtype_bytes(dtype or "float32")) if elements else 0
 
 
 def _op_class(product: Product, op_type: str, seen: dict[str, str]) -> str:

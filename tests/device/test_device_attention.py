@@ -143,3 +143,15 @@ def test_without_the_fused_kernel_attention_costs_its_decomposition(causal: bool
 def test_without_the_fused_kernel_the_gradient_is_the_decompositions_four_gemms() -> None:
     plain, _ = _model(_attention("FlashAttentionScoreGrad"), "atlas_train")
     assert plain.tasks[0].cost.cube_flops == pytest.approx(2 * 4.0 * B * H * S * S * D)
+
+
+@pytest.mark.requires_products("atlas_a2", "atlas_train")
+def test_without_the_fused_kernel_the_score_matrices_count_in_the_memory_plan() -> None:
+    """The decomposition holds S and P (B x H x S x S each) in memory during the task: a
+    long sequence that fits on the A2 with the fused kernel may not fit on the 910."""
+    fused, _ = _model(_attention())
+    plain, _ = _model(_attention(), "atlas_train")
+    scores = B * H * S * S * 2  # float16
+    assert plain.memory.activation_peak_bytes - fused.memory.activation_peak_bytes == \
+        pytest.approx(2 * scores, rel=0.01)
+    assert plain.memory.peak_tensors[0] == ("fa/scratch", 2 * scores)
