@@ -23,6 +23,7 @@ import attrs
 import numpy as np
 
 from geplug.device.cost import (
+    ATTENTION_OPS,
     GATHER_OPS,
     ISSUE_MODES,
     NodeWork,
@@ -44,7 +45,7 @@ from geplug.products.schema import Product
 from geplug.vocab import BUFFER_OPTIMIZE_DEFAULT, BUFFER_OPTIMIZE_MODES
 
 __all__ = ["DeviceModel", "TaskPlan", "build_device_model", "conversion_cost",
-           "conversion_decision", "conversion_task", "copy_us"]
+           "conversion_decision", "conversion_task", "copy_us", "decomposed_attention_note"]
 
 _FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
 
@@ -559,6 +560,23 @@ def _graph_dtype(graph: Graph, node: Any) -> str:
         if tt is not None and tt.dtype in _FLOATS:
             return tt.dtype
     return "float32"
+
+
+def decomposed_attention_note(model: DeviceModel, product: Product) -> str:
+    """A note for a model whose attention runs as its decomposition on ``product`` (its SoC
+    has no fused attention kernels: ``compute.fused_attention`` false): why its time and
+    memory are what they are. "" otherwise."""
+    if product.compute.fused_attention:
+        return ""
+    tasks = [p for p in model.tasks if p.task.op_type in ATTENTION_OPS]
+    if not tasks:
+        return ""
+    largest = max(_scratch_bytes(p.works, p.dtype, product) for p in tasks)
+    return (f"{len(tasks)} attention task(s) run as their decomposition on {product.name}: "
+            "its SoC has no fused attention kernel (compute.fused_attention = false), so "
+            "every score is computed and the score matrices go through memory (the largest "
+            f"holds {largest / 2**20:.1f} MiB at once); on a SoC with the kernels they stay "
+            "on chip")
 
 
 def _scratch_bytes(works: Sequence[NodeWork], dtype: str, product: Product) -> int:

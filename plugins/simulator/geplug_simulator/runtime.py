@@ -32,7 +32,7 @@ from geplug.config.problems import Problem
 from geplug.config.resolved import Source
 from geplug.device import DeviceModel, Node, OptimizedGraph, build_device_model, optimize
 from geplug.device.cost import small_channel_in_force
-from geplug.device.model import conversion_decision
+from geplug.device.model import conversion_decision, decomposed_attention_note
 from geplug.errors import BackendError, CompileError, ConfigError
 from geplug.events import GraphEvent, OpRecord, RunInfo
 from geplug.kernel_meta import KernelSpec, conversion_spec, write_kernel_meta
@@ -458,7 +458,8 @@ class SimRuntime:
             system=system, imported=imported, decisions=decisions, rewritten=rewritten,
             session=session, costs=costs, records=records, model_id=model_id,
             kernel_meta_files=tuple(kernel_files), session_factory=factory,
-            device=device, notes=tuple(n for n in (shape_note, c04_note) if n), fusion=fusion,
+            device=device, fusion=fusion, notes=tuple(n for n in (
+                shape_note, c04_note, decomposed_attention_note(device, system.product)) if n),
         )
         if system.profiling_enabled:
             system.emit_profile(GraphEvent(

@@ -100,3 +100,15 @@ def test_a_causal_attention_after_a_key_cache_sees_every_cached_key() -> None:
         compiled = system.compile(model)
     (task,) = compiled.device.tasks
     assert task.cost.cube_flops == pytest.approx(4.0 * B * H * new * (new + past) * D)
+
+
+@pytest.mark.geplug_requires_products("atlas_train")
+def test_a_product_without_the_fused_kernel_says_the_attention_is_decomposed() -> None:
+    with geplug.open_device("atlas_train") as system:
+        compiled = system.compile(_attention())
+    (note,) = [n for n in compiled.notes if "attention" in n]
+    assert "decomposition on atlas_train" in note and "fused_attention = false" in note
+    scratch = 2 * B * H * S * S * 2  # S and P, float16 (allow_fp32_to_fp16 lowers it)
+    assert f"{scratch / 2**20:.1f} MiB" in note
+    with geplug.initialize_system(product="atlas_a2") as system:
+        assert not system.compile(_attention()).notes
