@@ -11,6 +11,8 @@ Two things a plugin can do to a run that are not exceptions of the ordinary kind
   :func:`install_interrupt_counter` wraps Python's default SIGINT handler with one that counts
   the signals received and then behaves exactly as before; :func:`is_plugin_fault` tells a
   ``KeyboardInterrupt`` raised by a plugin (no signal arrived during the call) from a real one.
+  Where SIGINT is ignored (a background job of a non-interactive shell: ``nohup``, CI
+  runners), no Ctrl-C can raise one, so every ``KeyboardInterrupt`` is a plugin's.
 """
 
 from __future__ import annotations
@@ -123,11 +125,19 @@ def is_plugin_fault(exc: BaseException, interrupts_before: int) -> bool:
     """Whether ``exc``, raised out of plugin code, is the plugin's fault (not a real stop).
 
     Every ``Exception`` and ``SystemExit`` is; a ``KeyboardInterrupt`` is when no SIGINT was
-    counted since ``interrupts_before`` (and the counter is installed); anything else
-    (``GeneratorExit``, a real interrupt) is not.
+    counted since ``interrupts_before`` (and the counter is installed) or when SIGINT is
+    ignored in this process; anything else (``GeneratorExit``, a real interrupt) is not.
     """
     if isinstance(exc, (Exception, SystemExit)):
         return True
     if isinstance(exc, KeyboardInterrupt):
-        return _installed and _interrupts == interrupts_before
+        return (_installed and _interrupts == interrupts_before) or _sigint_ignored()
     return False
+
+
+def _sigint_ignored() -> bool:
+    """Whether SIGINT is ignored in this process (then no signal raises KeyboardInterrupt)."""
+    try:
+        return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    except (ValueError, OSError):  # no signal support here
+        return False

@@ -112,6 +112,26 @@ def test_a_plugin_ending_the_process_at_import_is_skipped_and_named(
     assert _names_plugin(err, "failed to import") and body.split("(")[0].split()[1] in err
 
 
+def test_a_keyboard_interrupt_at_import_is_the_plugins_where_sigint_is_ignored(
+        install, capsys, monkeypatch) -> None:
+    """A background job of a non-interactive shell (nohup, CI runners) starts with SIGINT
+    ignored: Python installs no handler, so geplug cannot count interrupts, but no Ctrl-C
+    can arrive either: the interrupt is the plugin's, and the plugin is skipped."""
+    import signal
+
+    from geplug.plugin import guard
+
+    monkeypatch.setattr(guard, "_installed", False)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        install("raise KeyboardInterrupt\n")
+        names, err = _products_json(capsys)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert {"atlas_a2", "atlas_train"} <= set(names)
+    assert _names_plugin(err, "failed to import") and "KeyboardInterrupt" in err
+
+
 # -- printing --------------------------------------------------------------------------
 
 PRINTING = """\
