@@ -34,11 +34,11 @@ import numpy as np
 from geplug.device.ir import DTYPE_BYTES, Graph, Node, dtype_bytes, numel
 from geplug.products.schema import ComputeModel, Product
 
-__all__ = ["ATTENTION_OPS", "GATHER_OPS", "ISSUE_MODES", "MIN_SPLIT_K", "SMALL_CHANNEL_C0",
-           "NodeWork", "TaskCost", "causal_fraction", "cube_shape", "cube_time_us",
-           "gather_unread_bytes", "input_gradient", "l2_resident_bytes", "node_work",
-           "node_works", "small_channel_in_force", "split_k", "task_cost", "task_overhead_us",
-           "weight_gradient", "with_ai_cores"]
+__all__ = ["ATTENTION_GRADIENTS", "ATTENTION_OPS", "GATHER_OPS", "ISSUE_MODES", "MIN_SPLIT_K",
+           "SMALL_CHANNEL_C0", "NodeWork", "TaskCost", "causal_fraction", "cube_shape",
+           "cube_time_us", "gather_unread_bytes", "input_gradient", "l2_resident_bytes",
+           "node_work", "node_works", "run_works", "small_channel_in_force", "split_k",
+           "task_cost", "task_overhead_us", "weight_gradient", "with_ai_cores"]
 
 ISSUE_MODES = ("graph", "single_op")
 """How tasks reach the device: a sunk graph, or one host launch per op."""
@@ -51,10 +51,14 @@ _NORM = frozenset({"SoftmaxV2", "LogSoftmaxV2", "LayerNorm", "BatchNorm", "Insta
 _CONV_GRADIENTS = frozenset({"Conv2DBackpropInput", "Conv2DBackpropFilter"})
 _RNN_GATES = {"DynamicRNN": 4, "DynamicGRUV2": 3, "RNN": 1}
 """Recurrent op type -> gates (LSTM 4, GRU 3, plain RNN 1)."""
-ATTENTION_OPS = {"FlashAttentionScore": False, "FlashAttentionScoreGrad": True}
-"""Fused attention op types (CANN's, on the 910B and 910_93: op-info of CANN 8.1.RC1) ->
-whether it is the gradient. Each reads ``(query, key, value, ...)``, the gradient
-``(query, key, value, dy, ...)`` as CANN's kernels do."""
+ATTENTION_GRADIENTS = {"FlashAttentionScore": "FlashAttentionScoreGrad"}
+"""Fused attention op type (CANN's, on the 910B and 910_93: op-info of CANN 8.1.RC1) -> its
+gradient's. The forward reads ``(query, key, value, ...)``, the gradient
+``(query, key, value, dy, ...)`` as CANN's kernels do; a key cache the keys follow is the
+node's ``past_key`` attribute (a tensor name: ONNX's ``past_key`` input)."""
+ATTENTION_OPS = {**dict.fromkeys(ATTENTION_GRADIENTS, False),
+                 **dict.fromkeys(ATTENTION_GRADIENTS.values(), True)}
+"""Every fused attention op type -> whether it is the gradient."""
 ATTENTION_BLOCK = 128
 """The score block edge a causal fused attention skips whole blocks by (the kernels' s1/s2
 base block; its size is chosen by the host tiling, which is not public: estimate)."""
@@ -117,6 +121,20 @@ class NodeWork:
     @property
     def cube_flops(self) -> float:
         return float(sum(g.flops for g in self.gemms))
+
+    @property
+    def pipelined(self) -> bool:
+        """Cube and vector work of one fused kernel (a fused attention): the vector part
+        overlaps the GEMMs, and on a SoC with split cores the task is both (MIX_AIC)."""
+        return bool(self.exp_elements and self.gemms and not self.spill_elements)
+
+
+def run_works(works: Sequence[NodeWork], compute: ComputeModel) -> list[NodeWork]:
+    """The work each node runs on a SoC of ``compute``: its decomposition's
+    (``NodeWork.unfused``) where the SoC lacks the fused kernel (``fused_attention``)."""
+    if compute.fused_attention:
+        return list(works)
+    return [w if w.unfused is None else w.unfused for w in works]
 
 
 @attrs.frozen(kw_only=True)
@@ -370,7 +388,9 @@ def _attention(node: Node, graph: Graph, grad: bool) -> NodeWork:
     exponential per score and four simple passes (scale, max, subtract, sum; the gradient's
     dS = P (dP - rowsum(dO O))), and the score matrix never reaches memory. Layouts: BNSD
     (4-D, torch's and ONNX's) or BSH (3-D, ``head_num`` heads). ``causal`` (attribute)
-    computes only the blocks on or below the diagonal (:func:`causal_fraction`)."""
+    computes only the blocks on or below the diagonal (:func:`causal_fraction`); a
+    ``past_key`` (attribute: the cache tensor) lengthens the keys and aligns that diagonal
+    to the last key."""
     dims = [_dims(graph, t) if t else () for t in node.inputs[:3]]
     if len(dims) < 3 or any(len(d) not in (3, 4) for d in dims):
         return NodeWork(unresolved=True)
@@ -383,13 +403,13 @@ def _attention(node: Node, graph: Graph, grad: bool) -> NodeWork:
         kv_heads = int(node.attrs.get("kv_num_heads") or heads)
         batch, s_q, d = q[0], q[1], max(q[2] // max(heads, 1), 1)
         s_kv, d_v = k[1], max(v[2] // max(kv_heads, 1), 1)
-    if node.source_op == "Attention" and len(node.inputs) > 4 and node.inputs[4]:
-        past = _dims(graph, node.inputs[4])  # ONNX's past_key (B, kv heads, past, D)
+    past_key = node.attrs.get("past_key")
+    if past_key:  # a key cache before the keys: (B, kv heads, past, D)
+        past = _dims(graph, past_key)
         s_kv += past[2] if len(past) == 4 else 0
     causal = bool(node.attrs.get("causal"))
-    bottom_right = node.source_op == "Attention" and len(node.inputs) > 4 and bool(
-        node.inputs[4])  # ONNX aligns the mask to the last keys only with a past cache
-    share = causal_fraction(s_q, s_kv, bottom_right=bottom_right) if causal else 1.0
+    # after a cache the mask ends at the last key (the queries follow it)
+    share = causal_fraction(s_q, s_kv, bottom_right=bool(past_key)) if causal else 1.0
     # the causal share as fewer key columns per query row: the cube skips whole blocks
     cols = max(round(s_kv * share), 1)
     bh = batch * heads
@@ -643,8 +663,7 @@ def task_cost(
     kernel tap (:func:`cube_shape`)."""
     c = product.compute
     overhead = task_overhead_us(c, issue_mode)
-    if not c.fused_attention:  # no fused kernel on this SoC: the decomposition's work
-        works = [w if w.unfused is None else w.unfused for w in works]
+    works = run_works(works, c)  # a decomposition where the SoC lacks the fused kernel
     cubes = [w.cube_flops if w.gemms else 0.0 for w in works]
     flops = sum(cf + w.vector_flops + w.exp_elements
                 for cf, w in zip(cubes, works, strict=True))
@@ -677,8 +696,7 @@ def task_cost(
             node_vector = ((work.vector_flops * scale + work.exp_elements
                             * c.transcendental_flops) / (rate * c.vector_efficiency * 1e12)
                            * 1e6)
-            if work.exp_elements and work.gemms and not work.spill_elements:
-                # a fused attention: softmax and GEMMs pipelined on vector and cube
+            if work.pipelined:  # a fused attention: softmax beside the GEMMs
                 node_cube = max(node_cube, node_vector)
             else:
                 vector_us += node_vector
@@ -702,11 +720,8 @@ def task_cost(
         if product.profiling.mix_aic_large_matmul and cube_flops > 1e9 and any(
                 g.k % 16 or g.n % 16 for w in works for g in w.gemms):
             task_type = "MIX_AIC"
-        elif product.profiling.split_cores and any(
-                w.exp_elements and w.gemms and not w.spill_elements for w in works):
-            # a fused attention uses the cube cores and the vector cores of a SoC that
-            # splits them: one kernel of both, reported as such
-            task_type = "MIX_AIC"
+        elif product.profiling.split_cores and any(w.pipelined for w in works):
+            task_type = "MIX_AIC"  # one kernel on the split cube and vector cores
     else:
         task_type = "AI_VECTOR_CORE" if product.profiling.split_cores else "AI_CORE"
     busy = max(compute_us, memory_us)

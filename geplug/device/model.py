@@ -32,6 +32,7 @@ from geplug.device.cost import (
     l2_resident_bytes,
     node_work,
     node_works,
+    run_works,
     task_cost,
     with_ai_cores,
 )
@@ -583,9 +584,7 @@ def _scratch_bytes(works: Sequence[NodeWork], dtype: str, product: Product) -> i
     """Bytes a task's decomposed ops hold in memory at once (an attention on a SoC without
     the fused kernels: its score and probability matrices, ``NodeWork.scratch_elements`` of
     the decomposition, at the compute dtype's size); 0 for every other task."""
-    if product.compute.fused_attention:
-        return 0
-    elements = sum(w.unfused.scratch_elements for w in works if w.unfused is not None)
+    elements = sum(w.scratch_elements for w in run_works(works, product.compute))
     return int(elements * dtype_bytes(dtype or "float32")) if elements else 0
 
 

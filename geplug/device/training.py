@@ -59,7 +59,7 @@ import attrs
 
 from geplug.device.cost import (
     _NORM,
-    ATTENTION_OPS,
+    ATTENTION_GRADIENTS,
     Gemm,
     _dims,
     cube_time_us,
@@ -219,14 +219,14 @@ def _backward(model: DeviceModel, plan: TaskPlan, product: Product, overhead: fl
     members = [nodes[m] for m in plan.task.members]
     out: list[TrainingTask] = []
     fwd_bytes = plan.cost.bytes_moved
-    attention = [n for n in members if ATTENTION_OPS.get(n.op_type) is False]
-    if attention:
-        grads = [attrs.evolve(n, op_type="FlashAttentionScoreGrad") for n in attention]
+    grads = [attrs.evolve(n, op_type=ATTENTION_GRADIENTS[n.op_type]) for n in members
+             if n.op_type in ATTENTION_GRADIENTS]
+    if grads:
         cost = task_cost(grads, [node_work(n, graph, "matrix") for n in grads],
                          [plan.dtype] * len(grads), engine="AI_CORE",
                          bytes_moved=2.0 * fwd_bytes, product=product,
                          issue_mode=model.issue_mode)
-        return [TrainingTask(name=f"{plan.name}_grad", op_type="FlashAttentionScoreGrad",
+        return [TrainingTask(name=f"{plan.name}_grad", op_type=grads[0].op_type,
                              phase="backward", duration_us=cost.duration_us,
                              flops=cost.flops, bytes_moved=cost.bytes_moved)]
     if plan.cost.cube_flops > 0:

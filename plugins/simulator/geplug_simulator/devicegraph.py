@@ -54,6 +54,8 @@ def _node_attrs(node: onnx.NodeProto, op_type: str) -> dict[str, Any]:
             out["causal"] = bool(a.i)
     if op_type == "Gemm":
         out.setdefault("trans_a", 0)
+    elif op_type == "Attention" and len(node.input) > 4 and node.input[4]:
+        out["past_key"] = node.input[4]  # the key cache the keys follow (the core's)
     return out
 
 

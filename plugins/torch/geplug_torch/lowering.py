@@ -26,7 +26,8 @@ FLOAT32_STATISTICS: dict[str, tuple[frozenset[int], frozenset[int]]] = {
 """aten op -> (positional inputs, outputs) that stay float32 when the op is lowered: the
 softmax statistics of fused attention (its logsumexp), which CANN's FlashAttentionScore
 writes and FlashAttentionScoreGrad reads in float32 whatever the data dtype (op-info of CANN
-8.1.RC1: ``softmax_max`` / ``softmax_sum`` float32 for every query dtype)."""
+8.1.RC1: ``softmax_max`` / ``softmax_sum`` float32 for every query dtype). The positions
+hold for the device node too (its gradient reads CANN's order, which moves only dy)."""
 
 
 def torch_dtype(name: str) -> Any:
