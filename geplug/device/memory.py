@@ -5,7 +5,9 @@ outputs are planned by liveness over the task order: a block lives from the task
 to the last task reading it (graph outputs to the end of the step), every block rounded up
 to ``MemoryCaps.alignment_bytes``; the activation peak is the largest sum of live blocks
 (ideal reuse: GE's planner reuses a freed block for a later tensor). Workspace is the
-product's ``system_workspace_bytes``. Capacity: ``MemoryCaps.hbm_gib`` of the SoC version.
+product's ``system_workspace_bytes``. Capacity: what a program can allocate on the SoC version,
+``MemoryCaps.usable_gib`` where the product declares it (the HBM less what the driver and the
+device's OS hold), else its ``hbm_gib``.
 The liveness sweep runs over arrays (one cumulative sum of allocation and free events).
 """
 
@@ -20,7 +22,7 @@ from geplug.errors import CompileError
 from geplug.products.schema import Product
 
 __all__ = ["DeviceMemoryError", "Liveness", "MemoryBlock", "MemoryPlan", "capacity_bytes",
-           "plan_memory"]
+           "capacity_words", "hbm_bytes", "plan_memory"]
 
 _GIB = 1 << 30
 _SIZE_CAP = 1 << 44
@@ -88,8 +90,11 @@ class MemoryPlan:
     activation_peak_bytes: int
     workspace_bytes: int
     capacity_bytes: int | None
-    """HBM of the SoC version (``None`` when the product declares none)."""
+    """Device memory a program can allocate on the SoC version (:func:`capacity_bytes`;
+    ``None`` when the product declares none)."""
     soc_version: str = ""
+    hbm_bytes: int | None = None
+    """The SoC version's installed HBM (:func:`hbm_bytes`); at least ``capacity_bytes``."""
     peak_tensors: tuple[tuple[str, int], ...] = ()
     """The largest tensors live at the activation peak (name, bytes), largest first."""
     liveness: Liveness | None = attrs.field(default=None, eq=False, repr=False)
@@ -120,6 +125,18 @@ class MemoryPlan:
                                                         prefix=self.liveness.prefix + prefix))
 
     @property
+    def output_bytes(self) -> int:
+        """Aligned bytes of the planned tensors live to the end of the step (the graph's
+        outputs other than weights): what stays allocated after the graph has run, e.g. the
+        activations a training forward saves for its backward."""
+        live = self.liveness
+        if live is None:
+            return 0
+        end = len(live.order)
+        return sum(_align(live.sizes[t], live.align) for t, last in live.last_use.items()
+                   if last == end and t in live.first)
+
+    @property
     def total_bytes(self) -> int:
         return self.weights_bytes + self.activation_peak_bytes + self.workspace_bytes
 
@@ -135,6 +152,7 @@ class MemoryPlan:
             "workspace_bytes": self.workspace_bytes,
             "total_bytes": self.total_bytes,
             "capacity_bytes": self.capacity_bytes,
+            "hbm_bytes": self.hbm_bytes,
             "soc_version": self.soc_version,
             "largest_live_tensors": [{"name": n, "bytes": b} for n, b in self.peak_tensors],
         }
@@ -153,15 +171,28 @@ class DeviceMemoryError(CompileError):
         self.available_bytes = plan.capacity_bytes
 
 
+def _soc_gib(table: Mapping[str, float], soc_version: str) -> float:
+    """``table``'s figure for ``soc_version`` (the smallest declared when it is not listed)."""
+    gib = table.get(soc_version)
+    return min(table.values()) if gib is None else gib
+
+
+def hbm_bytes(product: Product, soc_version: str) -> int | None:
+    """Installed HBM bytes of ``soc_version`` (the smallest declared when the SoC is not
+    listed; ``None`` when the product declares none)."""
+    table = product.memory.hbm_gib
+    return int(_soc_gib(table, soc_version) * _GIB) if table else None
+
+
 def capacity_bytes(product: Product, soc_version: str) -> int | None:
-    """HBM bytes of ``soc_version`` (the smallest declared when the SoC is not listed)."""
+    """Bytes a program can allocate on ``soc_version``: ``MemoryCaps.usable_gib`` of the SoC
+    where declared, else its whole HBM (:func:`hbm_bytes`)."""
     table = product.memory.hbm_gib
     if not table:
         return None
-    gib = table.get(soc_version)
-    if gib is None:
-        gib = min(table.values())
-    return int(gib * _GIB)
+    soc = soc_version if soc_version in table else min(table, key=table.__getitem__)
+    usable = product.memory.usable_gib.get(soc)
+    return int((usable if usable is not None else table[soc]) * _GIB)
 
 
 def _align(n: int, a: int) -> int:
@@ -246,6 +277,7 @@ def plan_memory(
         weights_bytes=int(weights), activation_peak_bytes=int(peak),
         workspace_bytes=int(product.memory.system_workspace_bytes),
         capacity_bytes=capacity_bytes(product, soc_version), soc_version=soc_version,
+        hbm_bytes=hbm_bytes(product, soc_version),
         peak_tensors=top,
         liveness=Liveness(order, first, last_use, sizes, resident, align),
     )
@@ -261,7 +293,14 @@ def check_fits(plan: MemoryPlan, model: str, product: Product) -> None:
         f"({plan.total_bytes / _GIB:.2f} GiB: weights {plan.weights_bytes}, activation peak "
         f"{plan.activation_peak_bytes}, workspace {plan.workspace_bytes}) but "
         f"{plan.soc_version or product.name} has {plan.capacity_bytes} bytes "
-        f"({plan.capacity_bytes / _GIB:.0f} GiB) [{DeviceMemoryError.code} "
+        f"({capacity_words(plan.capacity_bytes, plan.hbm_bytes)}) [{DeviceMemoryError.code} "
         f"ACL_ERROR_RT_MEMORY_ALLOCATION]; largest tensors live at the peak: {tensors}. "
         "Reduce the batch size or sequence length, use a lower precision mode, or choose a "
         "SoC version with more HBM", plan=plan)
+
+
+def capacity_words(capacity: int, hbm: int | None) -> str:
+    """``"32 GiB"``, or ``"60.96 GiB usable of its 64 GiB HBM"`` where the two differ."""
+    if hbm is None or hbm == capacity:
+        return f"{capacity / _GIB:.0f} GiB"
+    return f"{capacity / _GIB:.2f} GiB usable of its {hbm / _GIB:.0f} GiB HBM"

@@ -313,6 +313,18 @@ def _compute(p: Product, errors: Errors) -> None:
                        f"ops take, got none for {missing}"))
 
 
+def _memory(p: Product, errors: Errors) -> None:
+    m = p.memory
+    for soc, gib in m.usable_gib.items():
+        hbm = m.hbm_gib.get(soc)
+        if hbm is None:
+            errors.append((f"memory.usable_gib.{soc}", f"expected a SoC of memory.hbm_gib "
+                           f"({sorted(m.hbm_gib)}), got {soc!r}{did_you_mean(soc, m.hbm_gib)}"))
+        elif not 0 < gib <= hbm:
+            errors.append((f"memory.usable_gib.{soc}", f"expected more than 0 and at most "
+                           f"the SoC's hbm_gib ({hbm:g}), got {gib:g}"))
+
+
 Rule = Callable[[Product, Errors], None]
 CHECKS: dict[str, Rule] = {
     "identity": _identity,
@@ -339,6 +351,7 @@ CHECKS: dict[str, Rule] = {
     "pmu_na_metrics": _pmu_na_metrics,
     "host_sys_items": _host_sys_items,
     "compute": _compute,
+    "memory": _memory,
 }
 """Every load-time rule by name; the conformance suite (geplug.testing.conformance) runs the
 same rules by these names, so a declaration is judged once, the same way, at load and in a

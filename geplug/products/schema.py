@@ -334,6 +334,10 @@ class MemoryCaps:
 
     hbm_gib: Mapping[str, float] = attrs.field(converter=_frozen_map, factory=dict)
     """SoC version -> HBM (or DDR) capacity, GiB."""
+    usable_gib: Mapping[str, float] = attrs.field(converter=_frozen_map, factory=dict)
+    """SoC version -> the device memory a program can allocate, GiB: the HBM less what the
+    driver and the device's own OS hold (what torch_npu's allocator reports as "total
+    capacity"). A SoC not listed can use its whole ``hbm_gib``."""
     alignment_bytes: int = 512
     """Every planned tensor block is rounded up to this many bytes."""
     system_workspace_bytes: int = 0

@@ -70,6 +70,7 @@ __all__ = [
     "test_instr_profiling_style_matches_frequencies",
     "test_kernel_meta_level_0_writes_nothing",
     "test_kernel_meta_suffixes_are_known",
+    "test_memory_usable_is_within_hbm",
     "test_optypelist_names_listed_ops",
     "test_pmu_na_metrics_match_declared_columns",
     "test_precision_defaults_are_accepted_modes",
@@ -266,6 +267,10 @@ def test_host_link_is_positive(geplug_conformance_product: Product) -> None:
     assert c.host_link_gbps > 0, f"compute.host_link_gbps must be > 0, got {c.host_link_gbps!r}"
     assert c.host_copy_overhead_us >= 0, (
         f"compute.host_copy_overhead_us must be >= 0, got {c.host_copy_overhead_us!r}")
+
+
+def test_memory_usable_is_within_hbm(geplug_conformance_product: Product) -> None:
+    _holds(geplug_conformance_product, "memory")
 
 
 _TESTS = [v for k, v in sorted(globals().items()) if k.startswith("test_")]

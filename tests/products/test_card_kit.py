@@ -115,6 +115,18 @@ def test_mistake_wrong_type_names_expected_and_got(tmp_path: Path,
     assert code == 1 and "compute.ai_cores: expected an integer, got '12'" in text
 
 
+def test_usable_memory_above_the_hbm_or_of_an_undeclared_soc_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = CARD + ('[memory]\nhbm_gib = { "Ascend910B9-Acme" = 32 }\n'
+                   'usable_gib = { "Ascend910B9-Acme" = 33, "Ascend910B9-Acmee" = 30 }\n')
+    code, text = _validate(_card(tmp_path, body), capsys)
+    assert code == 1
+    assert ("memory.usable_gib.Ascend910B9-Acme: expected more than 0 and at most the SoC's "
+            "hbm_gib (32), got 33") in text
+    assert "memory.usable_gib.Ascend910B9-Acmee: expected a SoC of memory.hbm_gib" in text
+    assert "did you mean 'Ascend910B9-Acme'?" in text
+
+
 def test_mistake_missing_base_suggests_the_installed_family(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, text = _validate(_card(tmp_path, CARD.replace('"atlas_a2"', '"atlas_a9"')), capsys)

@@ -15,12 +15,13 @@ from typing import Any
 
 from geplug_torch._torch import INSTALL_HINT, TorchMissingError, have_torch
 from geplug_torch.config import CompilerConfig
+from geplug_torch.memory import NpuOutOfMemoryError
 from geplug_torch.static import TorchModel
 
 __version__ = "0.1.0"
 
-__all__ = ["INSTALL_HINT", "CompilerConfig", "TorchMissingError", "TorchModel", "__version__",
-           "backend", "have_torch"]
+__all__ = ["INSTALL_HINT", "CompilerConfig", "NpuOutOfMemoryError", "TorchMissingError",
+           "TorchModel", "__version__", "backend", "have_torch"]
 
 
 def backend(product: Any = None, config: Any = None, **kwargs: Any) -> Any:

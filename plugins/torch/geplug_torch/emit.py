@@ -72,9 +72,15 @@ class GraphEmitter:
         says which iteration it belongs to."""
         model, runtime = self.model, self.model.runtime
         runtime.system._check_open()
-        step = runtime.begin(model, self.graph.phase)
+        phase, plan = self.graph.phase, self.graph.device.memory
+        # where the real card would fail to allocate the graph's memory: before its tasks
+        runtime.memory.before_graph(model.model_id, model.name, phase, plan,
+                                    [args[k] for k in self.graph.parameters if k < len(args)],
+                                    runtime.iteration)
+        step = runtime.begin(model, phase)
         out = self.run_step(module, args, step)
-        runtime.finish(model, self.graph.phase, step)
+        runtime.finish(model, phase, step)
+        runtime.memory.after_graph(model.model_id, phase, plan)
         return out
 
     def run_step(self, module: Any, args: list[Any], step: int) -> Any:

@@ -105,6 +105,9 @@ class CompiledGraph:
     copies: tuple[Any, ...] = ()
     """The host<->device copies of each run (:class:`geplug_torch.copies.GraphCopy`): H2D
     before its tasks, D2H after them."""
+    parameters: tuple[int, ...] = ()
+    """Positions of :attr:`placeholders` that are parameters (the device memory account
+    counts them: :mod:`geplug_torch.memory`)."""
 
     @property
     def span_us(self) -> float:

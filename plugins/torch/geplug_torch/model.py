@@ -67,10 +67,14 @@ class TrainingModel:
     def _compile(self, gm: Any, phase: str) -> Any:
         from geplug_torch.emit import GraphEmitter
 
+        weights = self._weights(gm)
         cg = compile_graph(gm, system=self.runtime.system, phase=phase, graph_name=self.name,
                            name_prefix="gradients/" if phase == "backward" else "",
-                           weights=self._weights(gm))
-        cg = attrs.evolve(cg, copies=graph_copies(gm, phase, self.host_inputs))
+                           weights=weights)
+        named = set(weights)
+        cg = attrs.evolve(cg, copies=graph_copies(gm, phase, self.host_inputs),
+                          parameters=tuple(k for k, n in enumerate(cg.placeholders)
+                                           if n in named))
         self.graphs[phase] = cg
         emitter = GraphEmitter(self, cg)
         module = cg.module

@@ -56,7 +56,9 @@ class TorchBackend:
 
     def report(self) -> dict[str, Any]:
         """What was compiled: graphs, graph breaks, and per phase the ops, device tasks,
-        lowered ops, fusions, simulated time and memory plan (the core's device model)."""
+        lowered ops, fusions, simulated time and memory plan (the core's device model);
+        ``memory``: the job's device memory across its graphs (capacity and the peak by
+        kind: :class:`geplug_torch.memory.DeviceMemory`)."""
         graphs = []
         for m in self.runtime.models:
             phases = {}
@@ -73,7 +75,20 @@ class TorchBackend:
             graphs.append({"model": m.name, "model_id": m.model_id, "phases": phases,
                            "simulated_time_us": round(m.simulated_time_us, 3)})
         return {"product": self.system.product.name, "graphs": graphs,
-                "graph_breaks": self.graph_breaks, "iteration": self.runtime.iteration}
+                "graph_breaks": self.graph_breaks, "iteration": self.runtime.iteration,
+                "memory": self.runtime.memory.to_json()}
+
+    def memory_allocated(self) -> int:
+        """Device bytes held now, between graphs: parameters, gradients, optimizer states
+        and activations saved for backward (``torch.npu.memory_allocated()``'s reading;
+        :mod:`geplug_torch.memory`)."""
+        return self.runtime.memory.allocated_bytes(self.runtime.iteration)
+
+    def max_memory_allocated(self) -> int:
+        """The peak of the device memory so far, a running graph's own plan included
+        (``torch.npu.max_memory_allocated()``'s reading); ``report()["memory"]["peak"]``
+        says where it was and of what."""
+        return self.runtime.memory.peak.total
 
     def decisions(self) -> list[Any]:
         """Every aten op's :class:`~geplug.precision.OpDecision`, forward before backward."""

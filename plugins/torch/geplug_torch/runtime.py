@@ -52,6 +52,12 @@ class TorchRuntime:
         self._lock = threading.RLock()
         self._advanced_since_profiler_step = False
         self._compute_factor: float | None = None
+        from geplug_torch.memory import DeviceMemory
+
+        self.memory = DeviceMemory(system.product, system.config.config.soc_version or "",
+                                   system.device_id)
+        """The device memory of the job's graphs, parameters, gradients, optimizer states
+        and saved activations (:mod:`geplug_torch.memory`)."""
         install_optimizer_hook(self)
 
     # -- compile ---------------------------------------------------------------------------
@@ -210,8 +216,12 @@ class TorchRuntime:
             self.saw_training_step = True
             self.wait_comm()  # the update reads the reduced gradients
             self.clock_us = self.now() + self._refresh_us(optimizer) * self.compute_factor
+            iteration = self.iteration
             self._advance()
             self._advanced_since_profiler_step = True
+            # its states are allocated by now: NpuOutOfMemoryError out of step() if they,
+            # with everything else held, do not fit
+            self.memory.after_optimizer_step(optimizer, iteration)
 
     def profiler_step(self) -> None:
         """The profiler's ``step()``: ends the iteration unless optimizer.step() already did."""

@@ -1,0 +1,135 @@
+"""A training job's device memory across its graphs (geplug_torch.memory): parameters,
+gradients, optimizer states and saved activations beside each graph's own plan, checked
+against the SoC's usable memory where the real card would fail to allocate."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import geplug_torch  # noqa: E402
+
+from geplug.testing import require_product  # noqa: E402
+
+pytestmark = pytest.mark.geplug_requires_products("atlas_a2")
+
+KEEP = {"precision_mode": "must_keep_origin_dtype", "soc_version": "Ascend910B1"}
+WIDTH = 1024
+PARAMS = 2 * (WIDTH * WIDTH + WIDTH) * 4  # two float32 Linear layers
+
+
+def _a2_with_usable(mib: float):
+    """atlas_a2 whose Ascend910B1 can allocate ``mib`` MiB (a small card, so a test model
+    can fill it)."""
+    product = require_product("atlas_a2")
+    return attrs.evolve(product, memory=attrs.evolve(
+        product.memory, usable_gib={**product.memory.usable_gib, "Ascend910B1": mib / 1024}))
+
+
+def _mlp() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(),
+                               torch.nn.Linear(WIDTH, WIDTH))
+
+
+def _train(backend, optimizer_cls, steps: int, **opt_args
+           ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    model = _mlp()
+    compiled = torch.compile(model, backend=backend)
+    opt = optimizer_cls(model.parameters(), lr=1e-3, **opt_args)
+    x = torch.randn(16, WIDTH)
+    for _ in range(steps):
+        compiled(x).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+    return model, opt
+
+
+def test_the_peak_counts_parameters_adam_states_and_the_backward_graph() -> None:
+    with geplug_torch.backend(product="atlas_a2", config=KEEP) as npu:
+        model, opt = _train(npu, torch.optim.Adam, 3)
+        peak = npu.report()["memory"]["peak"]
+        backward = npu.models[0].graphs["backward"].device.memory
+        assert sum(p.numel() * 4 for p in model.parameters()) == PARAMS
+        # the second backward: parameters, Adam's two moments (the first step made them;
+        # zero_grad freed the gradients) and the backward's own plan (it writes them)
+        assert peak["where"] == "graph_1 backward" and peak["iteration"] >= 1
+        assert peak["parameters_bytes"] == PARAMS
+        assert peak["optimizer_state_bytes"] == 2 * PARAMS
+        assert peak["gradients_bytes"] == 0
+        assert peak["graph_bytes"] == backward.activation_peak_bytes + backward.workspace_bytes
+        assert npu.max_memory_allocated() == peak["total_bytes"] == 3 * PARAMS + peak[
+            "graph_bytes"]
+        # between steps: the parameters and the states (gradients freed by zero_grad);
+        # an optimizer let go frees its states
+        assert npu.memory_allocated() == 3 * PARAMS
+        del opt
+        assert npu.memory_allocated() == PARAMS
+
+
+def test_sgd_momentum_holds_one_state_per_parameter_plain_sgd_none() -> None:
+    with geplug_torch.backend(product="atlas_a2", config=KEEP) as npu:
+        _train(npu, torch.optim.SGD, 2, momentum=0.9)
+        assert npu.report()["memory"]["peak"]["optimizer_state_bytes"] == PARAMS
+    torch._dynamo.reset()
+    with geplug_torch.backend(product="atlas_a2", config=KEEP) as npu:
+        _train(npu, torch.optim.SGD, 2)
+        assert npu.report()["memory"]["peak"]["optimizer_state_bytes"] == 0
+
+
+def test_adam_that_does_not_fit_fails_where_the_card_would_and_sgd_fits() -> None:
+    """The same model and batch on a card of 45 MiB: SGD trains; Adam's states (2x the
+    parameters) leave room for the second step's forward graph, not for its backward (the
+    larger plan: it writes the gradients)."""
+    small = _a2_with_usable(45)
+    with geplug_torch.backend(product=small, config=KEEP) as npu:
+        _train(npu, torch.optim.SGD, 3)
+        assert npu.max_memory_allocated() <= 45 << 20
+    torch._dynamo.reset()
+    npu = geplug_torch.backend(product=small, config=KEEP)
+    try:
+        with pytest.raises(torch.OutOfMemoryError) as info:
+            _train(npu, torch.optim.Adam, 3)
+        err = info.value
+        assert isinstance(err, geplug_torch.NpuOutOfMemoryError)
+        assert err.use.where == "graph_1 backward" and err.use.iteration == 1
+        assert err.available_bytes == 45 << 20 < err.required_bytes
+        text = str(err)
+        assert text.startswith("NPU out of memory. Tried to allocate ")
+        assert "0.04 GiB total capacity" in text
+        assert f"optimizer states {2 * PARAMS}" in text and f"parameters {PARAMS}" in text
+        assert "207001" in text and "Reduce the batch size" in text
+    finally:
+        npu.shutdown()  # the job ends cleanly after the error
+    assert npu.system.closed
+
+
+def test_a_forwards_saved_activations_are_held_until_its_backward() -> None:
+    first, second = _mlp(), torch.nn.Linear(WIDTH, 8)
+    with geplug_torch.backend(product="atlas_a2", config=KEEP) as npu:
+        f1 = torch.compile(first, backend=npu)
+        f2 = torch.compile(second, backend=npu)
+        x = torch.randn(64, WIDTH)
+        assert npu.memory_allocated() == 0
+        h = f1(x)
+        saved = npu.models[0].graphs["forward"].device.memory.output_bytes
+        assert saved >= 64 * WIDTH * 4 * 2  # at least the ReLU's input and output
+        params = sum(p.numel() * 4 for p in first.parameters())
+        assert npu.memory_allocated() == params + saved
+        out = f2(h)
+        saved2 = npu.models[1].graphs["forward"].device.memory.output_bytes
+        params += sum(p.numel() * 4 for p in second.parameters())
+        assert npu.memory_allocated() == params + saved + saved2
+        out.sum().backward()
+        # the backwards freed both forwards' activations; the gradients are held
+        assert npu.memory_allocated() == 2 * params
+
+
+def test_a2_cards_can_allocate_what_torch_npu_reports_not_their_whole_hbm() -> None:
+    from geplug.device.memory import capacity_bytes, hbm_bytes
+
+    product = require_product("atlas_a2")
+    assert capacity_bytes(product, "Ascend910B2") == int(60.96 * (1 << 30))
+    assert hbm_bytes(product, "Ascend910B2") == 64 << 30
+    assert capacity_bytes(product, "Ascend910B4") == 32 << 30  # no public figure: whole
