@@ -106,6 +106,10 @@ class TorchBackend:
         self.system._check_open()
         import torch
 
+        if not self.system.product.compute.fused_attention:
+            from geplug_torch.attention import use_math_attention
+
+            use_math_attention(gm)  # torch_npu's math path: no fused kernel on this SoC
         params = tuple(i for i, x in enumerate(example_inputs)
                        if isinstance(x, torch.nn.Parameter))
         model = TrainingModel(self.runtime, parameters=params,

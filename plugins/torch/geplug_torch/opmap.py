@@ -63,6 +63,7 @@ ATEN_TO_ASCEND: dict[str, str] = {
     "silu": "Swish",
     "silu_backward": "SwishGrad",
     "_softmax": "SoftmaxV2",
+    "_safe_softmax": "SoftmaxV2",  # the math attention's softmax (masked rows give 0)
     "_softmax_backward_data": "SoftmaxGrad",
     "_log_softmax": "LogSoftmaxV2",
     "_log_softmax_backward_data": "LogSoftmaxGrad",

@@ -91,3 +91,37 @@ def test_lowered_attention_keeps_its_softmax_statistics_in_float32(tmp_path) -> 
     # the logsumexp to float16 made it ~2.5x worse)
     got, want = net.qkv.weight.grad, ref.qkv.weight.grad
     assert float((got - want).norm() / want.norm()) < 2e-3
+
+
+@pytest.mark.geplug_requires_products("atlas_train")
+def test_without_the_fused_kernels_attention_runs_torch_npus_math_path() -> None:
+    """On the 910 (no FlashAttentionScore: ``[compute] fused_attention = false``) the same
+    module runs as torch_npu's math path: Q K^T and P V on the cube as BatchMatMulV2, the
+    softmax as SoftmaxV2, the gradient as their gradients; the probability matrix is saved
+    for the backward (a forward output). Values as eager."""
+    torch.manual_seed(0)
+    net, ref = _Attn(True), _Attn(True)
+    ref.load_state_dict(net.state_dict())
+    be = geplug_torch.backend(product="atlas_train",
+                              config={"precision_mode": "must_keep_origin_dtype"})
+    x = torch.randn(B, S, H * D)
+    loss = torch.compile(net, backend=be)(x)
+    loss.backward()
+    (model,) = be.models
+    be.shutdown()
+    want = ref(x)
+    want.backward()
+    assert loss.item() == pytest.approx(want.item(), rel=1e-5)
+    got, grad = net.qkv.weight.grad, ref.qkv.weight.grad
+    assert float((got - grad).norm() / grad.norm()) < 1e-5
+    kinds = {phase: [p.task.op_type for p in model.graphs[phase].device.tasks]
+             for phase in ("forward", "backward")}
+    assert not any(k.startswith("FlashAttention") for ks in kinds.values() for k in ks)
+    assert "SoftmaxV2" in kinds["forward"] and "SoftmaxGrad" in kinds["backward"]
+    fwd_bmm = [p for p in model.graphs["forward"].device.tasks
+               if p.task.op_type == "BatchMatMulV2"]
+    # every score is computed (no causal block skipping): 4 B H S^2 D on the cube
+    assert sum(p.cost.cube_flops for p in fwd_bmm) == pytest.approx(4.0 * B * H * S * S * D)
+    # the probabilities (B H S S float32) stay for the backward
+    saved = model.graphs["forward"].device.memory.output_bytes
+    assert saved >= B * H * S * S * 4
