@@ -189,7 +189,9 @@ def _print_device(device: Any, notes: Any) -> None:
     m = device.memory
     print(f"memory: weights {_mib(m.weights_bytes)}, activation peak "
           f"{_mib(m.activation_peak_bytes)}, workspace {_mib(m.workspace_bytes)}, total "
-          f"{_mib(m.total_bytes)} of {_mib(m.capacity_bytes)} ({m.soc_version})")
+          f"{_mib(m.total_bytes)} of {_mib(m.capacity_bytes)} ({m.soc_version}"
+          + (f": usable of its {_mib(m.hbm_bytes)} HBM"
+             if m.hbm_bytes is not None and m.hbm_bytes != m.capacity_bytes else "") + ")")
     for note in notes:
         print(f"note: {note}")
 
