@@ -6,6 +6,9 @@
    backward, i.e. the first training step) takes <= 10 s.
 3. A compiled step with the profiler recording at Level1 (task_time l1, PipeUtilization
    PMU rows, runtime API) costs <= 1.10x the compiled step without it.
+4. The job's device-memory account (``geplug_torch.memory``: parameters, gradients,
+   optimizer states and saved activations checked before every graph and after every
+   optimizer step) costs <= 1.05x the compiled step with its checks switched off.
 
 Run: ``python benchmarks/bench_torch.py [--steps N]`` (needs torch==2.13.0 and geplug-torch).
 Always exits 0; prints times, ratios and PASS/MISS. Steps alternate between the measured
@@ -115,8 +118,22 @@ def main(argv: list[str] | None = None) -> int:
                     prof.step()
                     if i:  # the first step opens the collection's system
                         profiled.append(took)
+    # the memory account: its checks on, then off (the same step, alternating)
+    memory = be.runtime.memory
+    checks = (memory.before_graph, memory.after_graph, memory.after_optimizer_step)
+
+    def skip(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    on, off = [], []
+    for _ in range(args.steps):
+        on.append(step(compiled, opt_c))
+        memory.before_graph = memory.after_graph = memory.after_optimizer_step = skip
+        off.append(step(compiled, opt_c))
+        memory.before_graph, memory.after_graph, memory.after_optimizer_step = checks
     be.shutdown()
     pl, pr = statistics.median(plain), statistics.median(profiled)
+    mon, moff = statistics.median(on), statistics.median(off)
 
     def verdict(ok: bool) -> str:
         return "PASS" if ok else "MISS"
@@ -130,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"profiled step (Level1, one collection, files written at stop excluded) "
           f"{pr * 1e3:.2f} ms vs "
           f"{pl * 1e3:.2f} ms: {pr / pl:.2f}x (target <= 1.10x) {verdict(pr / pl <= 1.10)}")
+    print(f"step with the device-memory account {mon * 1e3:.2f} ms vs without its checks "
+          f"{moff * 1e3:.2f} ms: {mon / moff:.3f}x (target <= 1.05x) "
+          f"{verdict(mon / moff <= 1.05)}; peak {memory.peak.total / 2**20:.1f} MiB at "
+          f"{memory.peak.where}")
     return 0
 
 

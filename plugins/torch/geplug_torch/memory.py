@@ -121,8 +121,13 @@ class DeviceMemory:
         self.hbm_bytes = hbm_bytes(product, soc_version)
         self._parameters: dict[int, tuple[weakref.ref[Any], int]] = {}
         """id -> (the parameter, its bytes): every parameter a compiled graph has read."""
-        self._states: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        """optimizer -> bytes of its state tensors over this runtime's parameters."""
+        self._states: weakref.WeakKeyDictionary[Any, tuple[int, int]] = (
+            weakref.WeakKeyDictionary())
+        """optimizer -> (parameters it holds state for, bytes of those states over this
+        runtime's parameters): recounted only when the first number changes (an optimizer
+        makes every state of a parameter at its first update)."""
+        self._seen: dict[int, tuple[int, ...]] = {}
+        """model id -> the ids of the parameters its last forward read (tracked already)."""
         self._saved: dict[int, int] = {}
         """model id -> bytes its last forward left for its backward."""
         self.peak = MemoryUse()
@@ -146,6 +151,7 @@ class DeviceMemory:
             t = ref()
             if t is None:
                 del self._parameters[key]
+                self._seen.clear()  # an id may now name another tensor: look again
             else:
                 out.append((t, size))
         return out
@@ -154,16 +160,15 @@ class DeviceMemory:
             exclude_saved: int | None = None) -> MemoryUse:
         """What the device holds now (``graph``: the running graph's own bytes; the saved
         activations of model ``exclude_saved`` are left out: the running graph's plan holds
-        them)."""
+        them). A gradient has its parameter's size (torch's dense ``.grad``)."""
         params = self._live_parameters()
         grads = 0
-        for p, _ in params:
-            g = getattr(p, "grad", None)
-            if g is not None:
-                grads += _nbytes(g)
+        for p, size in params:
+            if p.grad is not None:
+                grads += size
         saved = sum(b for m, b in self._saved.items() if m != exclude_saved)
         return MemoryUse(parameters=sum(s for _, s in params), gradients=grads,
-                         optimizer_states=sum(self._states.values()),
+                         optimizer_states=sum(b for _, b in self._states.values()),
                          saved_activations=saved, graph=graph, where=where,
                          iteration=iteration)
 
@@ -175,7 +180,10 @@ class DeviceMemory:
         graph's inputs; a backward's are the same tensors), and what is held plus the graph's
         activation peak and workspace must fit (:class:`NpuOutOfMemoryError` otherwise)."""
         if phase != "backward":
-            self.track_parameters(parameters)
+            ids = tuple(map(id, parameters))
+            if self._seen.get(model_id) != ids:  # else: tracked by this model's last run
+                self.track_parameters(parameters)
+                self._seen[model_id] = ids
         graph = plan.activation_peak_bytes + plan.workspace_bytes
         # a forward replaces this model's last saved activations, a backward reads them:
         # either way the graph's own plan holds them
@@ -194,21 +202,27 @@ class DeviceMemory:
     def after_optimizer_step(self, optimizer: Any, iteration: int) -> None:
         """After ``optimizer.step()``: its states over this runtime's parameters are held
         from now on, and with everything else held they must fit."""
+        state_of = getattr(optimizer, "state", {})
+        known = self._states.get(optimizer)
+        if known is not None and known[0] == len(state_of):
+            # no parameter got its first state: the same bytes as before
+            self._check(self.use(where="optimizer step", iteration=iteration), requested=0)
+            return
         params = {id(p) for p, _ in self._live_parameters()}
         # (the optimizer's keys are the module's parameters: the objects tracked)
-        before = self._states.get(optimizer, 0)
+        before = known[1] if known is not None else 0
         states = 0
         seen: set[int] = set()
-        for p, state in getattr(optimizer, "state", {}).items():
+        for p, state in state_of.items():
             if id(p) not in params or not isinstance(state, dict):
                 continue
             for v in state.values():
                 if hasattr(v, "element_size") and id(v) not in seen and v.dim() > 0:
                     seen.add(id(v))
                     states += _nbytes(v)
-        if not states and optimizer not in self._states:
-            return  # an optimizer over no parameter this runtime knows
-        self._states[optimizer] = states
+        if not states and known is None:
+            return  # an optimizer over no parameter this runtime knows (yet)
+        self._states[optimizer] = (len(state_of), states)
         use = self.use(where="optimizer step", iteration=iteration)
         self._check(use, requested=max(states - before, 0))
 
