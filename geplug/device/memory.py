@@ -95,6 +95,12 @@ class MemoryPlan:
     soc_version: str = ""
     hbm_bytes: int | None = None
     """The SoC version's installed HBM (:func:`hbm_bytes`); at least ``capacity_bytes``."""
+    output_bytes: int = 0
+    """Aligned bytes of the graph's outputs other than weights: what stays allocated after
+    the graph has run (e.g. the activations a training forward saves for its backward)."""
+    input_bytes: int = 0
+    """Aligned bytes of the held inputs (tensors the caller holds on the device for the
+    whole graph: a torch graph's inputs)."""
     peak_tensors: tuple[tuple[str, int], ...] = ()
     """The largest tensors live at the activation peak (name, bytes), largest first."""
     liveness: Liveness | None = attrs.field(default=None, eq=False, repr=False)
@@ -123,18 +129,6 @@ class MemoryPlan:
             return self
         return attrs.evolve(self, liveness=attrs.evolve(self.liveness,
                                                         prefix=self.liveness.prefix + prefix))
-
-    @property
-    def output_bytes(self) -> int:
-        """Aligned bytes of the planned tensors live to the end of the step (the graph's
-        outputs other than weights): what stays allocated after the graph has run, e.g. the
-        activations a training forward saves for its backward."""
-        live = self.liveness
-        if live is None:
-            return 0
-        end = len(live.order)
-        return sum(_align(live.sizes[t], live.align) for t, last in live.last_use.items()
-                   if last == end and t in live.first)
 
     @property
     def total_bytes(self) -> int:
@@ -244,11 +238,13 @@ def plan_memory(
     graph_outputs: Sequence[str],
     product: Product,
     soc_version: str,
+    held_inputs: Sequence[str] = (),
 ) -> MemoryPlan:
     """Plan ``order`` = (task, tensors read, tensors written) in execution order.
 
     ``sizes``: bytes of every planned tensor; ``resident``: weights and constants the tasks
-    read (bytes); graph inputs live from the start, outputs to the end.
+    read (bytes); graph inputs live from the start to their last read, outputs to the end;
+    ``held_inputs`` live from the start to the end (their caller holds them).
     """
     align = max(product.memory.alignment_bytes, 1)
     last_use: dict[str, int] = {}
@@ -266,6 +262,10 @@ def plan_memory(
         if t in sizes:
             first[t] = -1
             last_use.setdefault(t, -1)
+    for t in held_inputs:
+        if t in sizes:
+            first[t] = -1
+            last_use[t] = end
     for t in graph_outputs:
         if t in sizes:
             last_use[t] = end
@@ -280,6 +280,10 @@ def plan_memory(
         hbm_bytes=hbm_bytes(product, soc_version),
         peak_tensors=top,
         liveness=Liveness(order, first, last_use, sizes, resident, align),
+        output_bytes=sum(_align(sizes[t], align) for t in dict.fromkeys(graph_outputs)
+                         if t in sizes),
+        input_bytes=sum(_align(sizes[t], align) for t in dict.fromkeys(held_inputs)
+                        if t in sizes),
     )
 
 

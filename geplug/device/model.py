@@ -196,6 +196,7 @@ def build_device_model(
     aicore_num: int | None = None,
     buffer_optimize: str | None = None,
     small_channel: bool = False,
+    held_inputs: Sequence[str] = (),
 ) -> DeviceModel:
     """Fuse, cost, schedule and memory-plan ``opt`` on ``product`` (module docstring).
 
@@ -208,7 +209,9 @@ def build_device_model(
     ``small_channel``: whether C04 is in force (``enable_small_channel`` as resolved, less
     a SoC that keeps it for AIPP: :func:`geplug.device.cost.small_channel_in_force`): a
     convolution that may use it pads its at most 4 input channels to 4 per kernel tap
-    instead of the C0 (:func:`geplug.device.cost.cube_shape`).
+    instead of the C0 (:func:`geplug.device.cost.cube_shape`). ``held_inputs``: tensors
+    already on the device when the graph starts and held by its caller until it ends (a
+    torch graph's inputs: no host copy), planned live for the whole graph.
     """
     product = with_ai_cores(product, aicore_num)
     if issue_mode not in ISSUE_MODES:
@@ -395,10 +398,13 @@ def build_device_model(
         order.append((task.name, reads, writes))
     for t in feeds:
         sizes.setdefault(t, nbytes.plain(t))
+    kept = [t for t in held_inputs if t not in known and graph.tensor(t) is not None]
+    for t in kept:
+        sizes.setdefault(t, nbytes(t))
     roots = [opt.root(t) for t in graph.outputs]
     memory = plan_memory(order, sizes, resident=resident, graph_inputs=feeds,
                          graph_outputs=[t for t in roots if t not in known],
-                         product=product, soc_version=soc_version)
+                         product=product, soc_version=soc_version, held_inputs=kept)
     if check_memory:
         check_fits(memory, model_name or graph.name, product)
     return DeviceModel(graph=opt, tasks=task_plans, schedule=sched, memory=memory,

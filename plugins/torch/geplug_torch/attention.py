@@ -22,26 +22,37 @@ __all__ = ["math_attention", "use_math_attention"]
 def math_attention(query: Any, key: Any, value: Any, attn_mask: Any = None,
                    dropout_p: float = 0.0, is_causal: bool = False, scale: Any = None,
                    enable_gqa: bool = False) -> Any:
-    """``scaled_dot_product_attention`` as torch's math path (same signature and result)."""
+    """``scaled_dot_product_attention`` as torch's math path (same signature and result:
+    a boolean mask, True where a score is kept, becomes the additive mask SDPA makes of
+    it before its math path)."""
     import torch
 
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(
+            attn_mask.logical_not(), float("-inf"))
     return torch.ops.aten._scaled_dot_product_attention_math(
         query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale,
         enable_gqa=enable_gqa)[0]
 
 
 def use_math_attention(gm: Any) -> int:
-    """Point every ``scaled_dot_product_attention`` call of the dynamo graph ``gm`` at
-    :func:`math_attention` (in place); the number of calls rewritten."""
+    """Point every ``scaled_dot_product_attention`` call of the dynamo graph ``gm`` and of
+    its subgraphs (a ``torch.utils.checkpoint`` region's body) at :func:`math_attention`
+    (in place); the number of calls rewritten."""
     import torch
     import torch.nn.functional as F
 
     targets = {F.scaled_dot_product_attention, torch._C._nn.scaled_dot_product_attention}
     count = 0
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target in targets:
-            node.target = math_attention
-            count += 1
-    if count:
-        gm.recompile()
+    for module in gm.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        found = 0
+        for node in module.graph.nodes:
+            if node.op == "call_function" and node.target in targets:
+                node.target = math_attention
+                found += 1
+        if found:
+            module.recompile()
+            count += found
     return count

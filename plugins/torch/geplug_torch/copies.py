@@ -68,6 +68,24 @@ def host_input_positions(gm: Any, example_inputs: Sequence[Any]) -> tuple[int, .
     return tuple(found)
 
 
+def state_positions(gm: Any, example_inputs: Sequence[Any]) -> tuple[int, ...]:
+    """Positions of the dynamo graph's inputs that are module state: parameters and
+    buffers (the device memory account holds them for the job: :mod:`geplug_torch.memory`)."""
+    import torch
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    found = []
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs, strict=False)):
+        if isinstance(value, torch.nn.Parameter):
+            found.append(i)
+            continue
+        grapharg = node.meta.get("grapharg")
+        source = getattr(getattr(grapharg, "source", None), "name", "")
+        if isinstance(value, torch.Tensor) and isinstance(source, str) and "._buffers[" in source:
+            found.append(i)
+    return tuple(found)
+
+
 def _nbytes(node: Any) -> int:
     val = node.meta.get("val") if hasattr(node, "meta") else None
     if val is None or not hasattr(val, "element_size"):

@@ -72,15 +72,14 @@ class GraphEmitter:
         says which iteration it belongs to."""
         model, runtime = self.model, self.model.runtime
         runtime.system._check_open()
-        phase, plan = self.graph.phase, self.graph.device.memory
+        phase = self.graph.phase
         # where the real card would fail to allocate the graph's memory: before its tasks
-        runtime.memory.before_graph(model.model_id, model.name, phase, plan,
-                                    [args[k] for k in self.graph.parameters if k < len(args)],
+        runtime.memory.before_graph(model.model_id, model.name, self.graph, args,
                                     runtime.iteration)
         step = runtime.begin(model, phase)
         out = self.run_step(module, args, step)
         runtime.finish(model, phase, step)
-        runtime.memory.after_graph(model.model_id, phase, plan)
+        runtime.memory.after_graph(self.graph, out)
         return out
 
     def run_step(self, module: Any, args: list[Any], step: int) -> Any:

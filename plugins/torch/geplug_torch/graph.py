@@ -106,8 +106,16 @@ class CompiledGraph:
     """The host<->device copies of each run (:class:`geplug_torch.copies.GraphCopy`): H2D
     before its tasks, D2H after them."""
     parameters: tuple[int, ...] = ()
-    """Positions of :attr:`placeholders` that are parameters (the device memory account
-    counts them: :mod:`geplug_torch.memory`)."""
+    """Positions of :attr:`placeholders` that are module state, parameters and buffers (the
+    device memory account counts them: :mod:`geplug_torch.memory`)."""
+    held: tuple[int, ...] = ()
+    """Positions of :attr:`placeholders` the memory plan holds for the whole graph (every
+    input but the parameters: the batch, buffers, a backward's saved tensors)."""
+    output_sizes: tuple[int | None, ...] = ()
+    """Per value the graph returns: its aligned device bytes in the memory plan (``None``:
+    no tensor, or a parameter)."""
+    held_sizes: tuple[int, ...] = ()
+    """Per position of :attr:`held`: its aligned bytes in the memory plan (0: not planned)."""
 
     @property
     def span_us(self) -> float:
@@ -281,8 +289,9 @@ def compile_graph(
     Op names are the fx node names with ``name_prefix`` (``gradients/`` for a backward
     graph, as GE names gradient ops), so forward and backward ops stay distinct in dumps.
     ``weights`` names the placeholders that are parameters. A decision the product cannot
-    serve, or a graph that does not fit the SoC's memory, is a :class:`CompileError` naming
-    the op (or the graph) and the phase.
+    serve is a :class:`CompileError` naming the op and the phase; whether the graph fits the
+    SoC's memory is checked when it runs, with what else the job holds
+    (:mod:`geplug_torch.memory`).
     """
     product = system.product
     fxg = fx_device_graph(gm, name=graph_name, weights=weights)
@@ -298,7 +307,11 @@ def compile_graph(
             model_name=f"{graph_name} ({phase})",
             aicore_num=system.config.config.aicore_num,
             buffer_optimize=system.config.config.buffer_optimize,
-            small_channel=small_channel_in_force(product, system.config.enable_small_channel))
+            small_channel=small_channel_in_force(product, system.config.enable_small_channel),
+            # its inputs are on the device, held by the caller for the whole graph; whether
+            # the job fits is the run's check, with what else it holds (geplug_torch.memory)
+            held_inputs=[p for p in fxg.placeholders if p not in fxg.weights],
+            check_memory=False)
     except CompileError as exc:
         raise CompileError(f"{exc} (graph {graph_name!r}, {phase})", node=exc.node,
                            details={**exc.details, "graph": graph_name}) from None
@@ -314,7 +327,19 @@ def compile_graph(
     ops = _graph_ops(device, by_node, opt, fxg, system, name_prefix)
     specs = [_kernel_spec(op) for op in ops]
     files = write_kernel_meta(product, system.config, specs, generator="geplug-torch")
+    live = device.memory.liveness
+    sizes = live.sizes if live is not None else {}
+    align = max(product.memory.alignment_bytes, 1)
+
+    def planned(name: str | None) -> int | None:
+        return (-(-max(sizes[name], 1) // align) * align
+                if name is not None and name in sizes else None)
+
+    held = tuple(k for k, p in enumerate(fxg.placeholders) if p not in fxg.weights)
     return CompiledGraph(module=gm, phase=phase, ops=tuple(ops),
                          placeholders=fxg.placeholders, lowered=lowered, device=device,
-                         decisions=tuple(decisions), kernel_meta_files=tuple(files))
+                         decisions=tuple(decisions), kernel_meta_files=tuple(files),
+                         held=held,
+                         held_sizes=tuple(planned(fxg.placeholders[k]) or 0 for k in held),
+                         output_sizes=tuple(planned(r) for r in fxg.output_refs))
 

@@ -31,7 +31,6 @@ from geplug.device.memory import capacity_bytes, capacity_words, hbm_bytes
 from geplug.errors import GeplugError
 
 if TYPE_CHECKING:
-    from geplug.device.memory import MemoryPlan
     from geplug.products.schema import Product
 
 __all__ = ["DeviceMemory", "MemoryUse", "NpuOutOfMemoryError", "out_of_memory_error"]
@@ -45,12 +44,15 @@ class MemoryUse:
     """What the device holds at one moment, bytes, by kind."""
 
     parameters: int = 0
+    """Parameters and buffers."""
     gradients: int = 0
     optimizer_states: int = 0
     saved_activations: int = 0
-    """Outputs of forward graphs whose backward has not run yet."""
+    """Tensors forward and inference graphs returned that are still alive: the activations
+    saved for backward (until it has run), a loss or logits the caller holds."""
     graph: int = 0
-    """The running graph's own activation peak and workspace (0 between graphs)."""
+    """The running graph's own memory plan: its inputs, activation peak and workspace (0
+    between graphs)."""
     where: str = ""
     """``graph_1 forward``, ``graph_1 backward``, ``optimizer step``, ..."""
     iteration: int = -1
@@ -90,6 +92,10 @@ class NpuOutOfMemoryError(GeplugError, RuntimeError):
         self.available_bytes = capacity_bytes
         self.requested_bytes = requested_bytes
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt through out_of_memory_error: the raised class is made at run time
+        return (_rebuild, (str(self), self.use, self.available_bytes, self.requested_bytes))
+
 
 _ERROR_CLASS: list[type[NpuOutOfMemoryError]] = []
 
@@ -106,8 +112,25 @@ def out_of_memory_error(message: str, **kwargs: Any) -> NpuOutOfMemoryError:
     return _ERROR_CLASS[0](message, **kwargs)
 
 
+def _rebuild(message: str, use: MemoryUse, capacity: int, requested: int
+             ) -> NpuOutOfMemoryError:
+    return out_of_memory_error(message, use=use, capacity_bytes=capacity,
+                               requested_bytes=requested)
+
+
 def _nbytes(tensor: Any) -> int:
     return int(tensor.numel()) * int(tensor.element_size())
+
+
+def _storage(tensor: Any) -> int:
+    """The address of ``tensor``'s storage (views of one tensor share it)."""
+    return int(tensor.untyped_storage().data_ptr())
+
+
+def _slot(tensor: Any) -> tuple[int, int, int]:
+    """Where ``tensor``'s elements are: tensors that are one (a tied parameter) share it;
+    parameters carved out of one flat buffer do not."""
+    return (_storage(tensor), int(tensor.storage_offset()), int(tensor.numel()))
 
 
 class DeviceMemory:
@@ -119,138 +142,186 @@ class DeviceMemory:
         self.device_id = device_id
         self.capacity_bytes = capacity_bytes(product, soc_version)
         self.hbm_bytes = hbm_bytes(product, soc_version)
-        self._parameters: dict[int, tuple[weakref.ref[Any], int]] = {}
-        """id -> (the parameter, its bytes): every parameter a compiled graph has read."""
+        self._state: dict[int, weakref.ref[Any]] = {}
+        """id -> a parameter or buffer a compiled graph has read (its bytes are read at each
+        check: ``module.to(dtype)`` changes them)."""
+        self._seen: dict[int, tuple[int, ...]] = {}
+        """model id -> the ids of the state tensors its last forward read (tracked)."""
         self._states: weakref.WeakKeyDictionary[Any, tuple[int, int]] = (
             weakref.WeakKeyDictionary())
         """optimizer -> (parameters it holds state for, bytes of those states over this
         runtime's parameters): recounted only when the first number changes (an optimizer
         makes every state of a parameter at its first update)."""
-        self._seen: dict[int, tuple[int, ...]] = {}
-        """model id -> the ids of the parameters its last forward read (tracked already)."""
-        self._saved: dict[int, int] = {}
-        """model id -> bytes its last forward left for its backward."""
+        self._kept: dict[int, list[int]] = {}
+        """storage address -> [device bytes, live tensors]: the outputs forward and inference
+        graphs returned (the activations saved for backward among them), released when the
+        last tensor holding the storage is freed (autograd frees saved tensors after the
+        backward; a dropped loss frees its graph's)."""
         self.peak = MemoryUse()
-        """The largest :class:`MemoryUse` seen (its ``total``)."""
+        """The largest :class:`MemoryUse` that fitted (its ``total``)."""
 
     # -- what is held ----------------------------------------------------------------------
 
-    def track_parameters(self, tensors: Any) -> None:
-        """Count ``tensors`` (a forward graph's parameter inputs: the module's own
-        ``nn.Parameter`` objects) as parameters, once each (by storage: a parameter two
-        graphs read is one tensor)."""
+    def track_state(self, tensors: Any) -> None:
+        """Count ``tensors`` (a forward graph's parameters and buffers: the module's own
+        objects) as module state, each object once."""
         for t in tensors:
-            key = t.untyped_storage().data_ptr()
-            known = self._parameters.get(key)
-            if known is None or known[0]() is None:
-                self._parameters[key] = (weakref.ref(t), _nbytes(t))
+            known = self._state.get(id(t))
+            if known is None or known() is not t:
+                self._state[id(t)] = weakref.ref(t)
 
-    def _live_parameters(self) -> list[tuple[Any, int]]:
+    def _live_state(self) -> list[Any]:
         out = []
-        for key, (ref, size) in list(self._parameters.items()):
+        for key, ref in list(self._state.items()):
             t = ref()
             if t is None:
-                del self._parameters[key]
+                del self._state[key]
                 self._seen.clear()  # an id may now name another tensor: look again
             else:
-                out.append((t, size))
+                out.append(t)
         return out
 
     def use(self, *, where: str, iteration: int, graph: int = 0,
-            exclude_saved: int | None = None) -> MemoryUse:
-        """What the device holds now (``graph``: the running graph's own bytes; the saved
-        activations of model ``exclude_saved`` are left out: the running graph's plan holds
-        them). A gradient has its parameter's size (torch's dense ``.grad``)."""
-        params = self._live_parameters()
+            inside: frozenset[int] = frozenset()) -> MemoryUse:
+        """What the device holds now; ``graph``: the running graph's own bytes and
+        ``inside`` the storages of its held inputs (its plan counts them)."""
+        params = 0
         grads = 0
-        for p, size in params:
-            if p.grad is not None:
-                grads += size
-        saved = sum(b for m, b in self._saved.items() if m != exclude_saved)
-        return MemoryUse(parameters=sum(s for _, s in params), gradients=grads,
+        seen: set[tuple[int, int, int]] = set()
+        grad_ids: set[int] = set()
+        for t in self._live_state():
+            slot = _slot(t)
+            if slot not in seen:
+                seen.add(slot)
+                params += _nbytes(t)
+            g = getattr(t, "grad", None)
+            if g is not None and id(g) not in grad_ids:
+                grad_ids.add(id(g))
+                grads += _nbytes(g)
+        saved = sum(b for key, (b, _) in self._kept.items() if key not in inside)
+        return MemoryUse(parameters=params, gradients=grads,
                          optimizer_states=sum(b for _, b in self._states.values()),
                          saved_activations=saved, graph=graph, where=where,
                          iteration=iteration)
 
+    def _keep(self, tensor: Any, size: int) -> None:
+        key = _storage(tensor)
+        entry = self._kept.get(key)
+        if entry is None:
+            self._kept[key] = [size, 1]
+        else:
+            entry[0] = max(entry[0], size)
+            entry[1] += 1
+        weakref.finalize(tensor, self._release, key)
+
+    def _release(self, key: int) -> None:
+        entry = self._kept.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del self._kept[key]
+
     # -- checks ----------------------------------------------------------------------------
 
-    def before_graph(self, model_id: int, model_name: str, phase: str, plan: MemoryPlan,
-                     parameters: Any, iteration: int) -> None:
-        """Before a graph runs: its parameters are held (read from a forward or inference
-        graph's inputs; a backward's are the same tensors), and what is held plus the graph's
-        activation peak and workspace must fit (:class:`NpuOutOfMemoryError` otherwise)."""
-        if phase != "backward":
-            ids = tuple(map(id, parameters))
-            if self._seen.get(model_id) != ids:  # else: tracked by this model's last run
-                self.track_parameters(parameters)
-                self._seen[model_id] = ids
-        graph = plan.activation_peak_bytes + plan.workspace_bytes
-        # a forward replaces this model's last saved activations, a backward reads them:
-        # either way the graph's own plan holds them
-        use = self.use(where=f"{model_name} {phase}", iteration=iteration, graph=graph,
-                       exclude_saved=model_id)
-        self._check(use, requested=graph)
+    def before_graph(self, model_id: int, model_name: str, graph: Any, args: Any,
+                     iteration: int) -> None:
+        """Before a graph runs (``graph``: its :class:`~geplug_torch.graph.CompiledGraph`,
+        ``args`` its inputs): a forward's module state is held from now on (a backward's
+        are the same tensors), and what is held plus the graph's activation peak (its held
+        inputs included) and workspace must fit (:class:`NpuOutOfMemoryError` otherwise)."""
+        import torch
 
-    def after_graph(self, model_id: int, phase: str, plan: MemoryPlan) -> None:
-        """After a graph ran: a forward's outputs stay for its backward; a backward frees
-        them."""
-        if phase == "forward":
-            self._saved[model_id] = plan.output_bytes
-        elif phase == "backward":
-            self._saved.pop(model_id, None)
+        if graph.phase != "backward":
+            module_state = [args[k] for k in graph.parameters if k < len(args)]
+            ids = tuple(map(id, module_state))
+            if self._seen.get(model_id) != ids:  # else: tracked by this model's last run
+                self.track_state(module_state)
+                self._seen[model_id] = ids
+        plan = graph.device.memory
+        need = plan.activation_peak_bytes + plan.workspace_bytes
+        slots = {_slot(t) for t in self._live_state()}
+        inside: set[int] = set()
+        for k, size in zip(graph.held, graph.held_sizes, strict=True):
+            t = args[k] if k < len(args) else None
+            if not isinstance(t, torch.Tensor):
+                continue
+            if _slot(t) in slots:
+                # a view of a parameter or buffer (a backward's saved transposed weight):
+                # held for the graph's whole run, counted once, as module state
+                need -= size
+            else:
+                inside.add(_storage(t))  # kept by an earlier graph: this plan counts it
+        use = self.use(where=f"{model_name} {graph.phase}", iteration=iteration, graph=need,
+                       inside=frozenset(inside))
+        self._check(use, requested=need)
+
+    def after_graph(self, graph: Any, out: Any) -> None:
+        """After a forward or inference graph ran: the tensors it returned (the activations
+        saved for backward among them) are held until they are freed."""
+        import torch
+
+        if graph.phase == "backward":
+            return  # its outputs are the gradients (.grad) or freed at once
+        values = out if isinstance(out, (list, tuple)) else (out,)
+        state = {_storage(t) for t in self._live_state()}
+        for value, size in zip(values, graph.output_sizes, strict=False):
+            if size is not None and isinstance(value, torch.Tensor) and (
+                    _storage(value) not in state):
+                self._keep(value, size)
 
     def after_optimizer_step(self, optimizer: Any, iteration: int) -> None:
         """After ``optimizer.step()``: its states over this runtime's parameters are held
-        from now on, and with everything else held they must fit."""
+        from now on, and with everything else held they must fit (the step has run by
+        then: the states exist; a real card fails while making them)."""
         state_of = getattr(optimizer, "state", {})
         known = self._states.get(optimizer)
-        if known is not None and known[0] == len(state_of):
-            # no parameter got its first state: the same bytes as before
-            self._check(self.use(where="optimizer step", iteration=iteration), requested=0)
-            return
-        params = {id(p) for p, _ in self._live_parameters()}
-        # (the optimizer's keys are the module's parameters: the objects tracked)
         before = known[1] if known is not None else 0
-        states = 0
-        seen: set[int] = set()
-        for p, state in state_of.items():
-            if id(p) not in params or not isinstance(state, dict):
-                continue
-            for v in state.values():
-                if hasattr(v, "element_size") and id(v) not in seen and v.dim() > 0:
-                    seen.add(id(v))
-                    states += _nbytes(v)
-        if not states and known is None:
-            return  # an optimizer over no parameter this runtime knows (yet)
-        self._states[optimizer] = (len(state_of), states)
+        if known is None or known[0] != len(state_of):
+            params = {id(p) for p in self._live_state()}
+            # (the optimizer's keys are the module's parameters: the objects tracked)
+            states = 0
+            seen: set[int] = set()
+            for p, state in state_of.items():
+                if id(p) not in params or not isinstance(state, dict):
+                    continue
+                for v in state.values():
+                    if hasattr(v, "element_size") and id(v) not in seen and v.dim() > 0:
+                        seen.add(id(v))
+                        states += _nbytes(v)
+            if not states and known is None:
+                return  # an optimizer over no parameter this runtime knows (yet)
+            self._states[optimizer] = (len(state_of), states)
+        now = self._states[optimizer][1]
         use = self.use(where="optimizer step", iteration=iteration)
-        self._check(use, requested=max(states - before, 0))
+        self._check(use, requested=max(now - before, 0))
 
     def _check(self, use: MemoryUse, requested: int) -> None:
-        if use.total > self.peak.total:
-            self.peak = use
         cap = self.capacity_bytes
         if cap is None or use.total <= cap:
+            if use.total > self.peak.total:
+                self.peak = use
             return
         raise out_of_memory_error(self._message(use, requested, cap), use=use,
                                   capacity_bytes=cap, requested_bytes=requested)
 
     def _message(self, use: MemoryUse, requested: int, cap: int) -> str:
-        free = max(cap - use.held, 0)
+        before = use.total - requested  # what was allocated when the request came
+        free = max(cap - before, 0)
         soc = self.soc_version or self.product.name
         return (
             f"NPU out of memory. Tried to allocate {_size(requested)} (NPU {self.device_id}; "
-            f"{cap / _GIB:.2f} GiB total capacity; {use.held / _GIB:.2f} GiB already "
+            f"{cap / _GIB:.2f} GiB total capacity; {before / _GIB:.2f} GiB already "
             f"allocated; {_size(free)} free) [{NpuOutOfMemoryError.code} "
             f"ACL_ERROR_RT_MEMORY_ALLOCATION]. geplug: at the {use.where} (iteration "
             f"{use.iteration}) the device needs {use.total} bytes ({use.total / _GIB:.2f} GiB): "
-            f"parameters {use.parameters}, gradients {use.gradients}, optimizer states "
-            f"{use.optimizer_states}, activations saved for backward {use.saved_activations}, "
-            f"the graph's own activation peak and workspace {use.graph}; {soc} has {cap} "
-            f"bytes ({capacity_words(cap, self.hbm_bytes)}). Reduce the batch size or "
-            "sequence length, recompute activations (torch.utils.checkpoint), keep fewer "
-            "optimizer states (shard them across ranks: ZeRO or a distributed optimizer), "
-            "train in bfloat16, or choose a SoC version with more memory")
+            f"parameters and buffers {use.parameters}, gradients {use.gradients}, optimizer "
+            f"states {use.optimizer_states}, activations kept for backward "
+            f"{use.saved_activations}, the graph's own inputs, activation peak and workspace "
+            f"{use.graph}; {soc} has {cap} bytes ({capacity_words(cap, self.hbm_bytes)}). "
+            "Reduce the batch size or sequence length, recompute activations "
+            "(torch.utils.checkpoint), keep fewer optimizer states (shard them across ranks: "
+            "ZeRO or a distributed optimizer), train in bfloat16, or choose a SoC version "
+            "with more memory")
 
     # -- reports ---------------------------------------------------------------------------
 

@@ -29,10 +29,12 @@ class TrainingModel:
 
     def __init__(self, runtime: TorchRuntime, *, dynamic_shape: bool = False,
                  parameters: tuple[int, ...] = (), host_inputs: tuple[int, ...] = (),
-                 register: bool = True) -> None:
+                 register: bool = True, state: tuple[int, ...] | None = None) -> None:
         self.runtime = runtime
         self.parameters = parameters
         """Positions of the dynamo graph's inputs that are parameters (``nn.Parameter``)."""
+        self.state = parameters if state is None else state
+        """Positions of its inputs that are module state: parameters and buffers."""
         self.host_inputs = host_inputs
         """Positions of the dynamo graph's inputs copied from the host on every forward (the
         input batch: :func:`geplug_torch.copies.host_input_positions`)."""
@@ -71,10 +73,10 @@ class TrainingModel:
         cg = compile_graph(gm, system=self.runtime.system, phase=phase, graph_name=self.name,
                            name_prefix="gradients/" if phase == "backward" else "",
                            weights=weights)
-        named = set(weights)
+        state = self._names(gm, self.state)
         cg = attrs.evolve(cg, copies=graph_copies(gm, phase, self.host_inputs),
                           parameters=tuple(k for k, n in enumerate(cg.placeholders)
-                                           if n in named))
+                                           if n in state))
         self.graphs[phase] = cg
         emitter = GraphEmitter(self, cg)
         module = cg.module
@@ -89,9 +91,14 @@ class TrainingModel:
         """The placeholders of ``gm`` that are parameters: AOTAutograd names the dynamo
         graph's inputs ``primals_1...`` in order (the backward graph keeps the names of the
         primals it saves; an inference graph names them ``arg0_1...``)."""
-        names = {f"primals_{i + 1}" for i in self.parameters}
-        names |= {f"arg{i}_1" for i in self.parameters}
+        names = self._names(gm, self.parameters)
         return [n.name for n in gm.graph.nodes if n.op == "placeholder" and n.name in names]
+
+    @staticmethod
+    def _names(gm: Any, positions: tuple[int, ...]) -> set[str]:
+        """The placeholder names AOTAutograd gives the dynamo graph's inputs at
+        ``positions``."""
+        return {f"primals_{i + 1}" for i in positions} | {f"arg{i}_1" for i in positions}
 
     # -- facts -----------------------------------------------------------------------------
 
@@ -103,9 +110,17 @@ class TrainingModel:
 
     @property
     def memory_bytes(self) -> int:
-        """Device memory the model holds: the larger of its graphs' memory plans (the forward
-        plan keeps the activations saved for backward alive; the backward plan reads them)."""
-        return max((g.device.memory.total_bytes for g in self.graphs.values()), default=0)
+        """Device memory GE holds for the model: its graphs' weights (each once), the
+        largest of their activation peaks (one feature-map pool serves them in turn; a
+        graph's held inputs are in its peak) and workspace - what the memory profiling
+        records reserve (``geplug.profiling.memory_records``)."""
+        plans = [g.device.memory for g in self.graphs.values()]
+        weights: dict[str, int] = {}
+        for p in plans:
+            weights.update((name, b) for name, b in p.resident if name not in weights)
+        return (sum(weights.values())
+                + max((p.activation_peak_bytes for p in plans), default=0)
+                + max((p.workspace_bytes for p in plans), default=0))
 
     @property
     def memory_plans(self) -> tuple[Any, ...]:

@@ -100,7 +100,7 @@ class TorchBackend:
         """torch.compile's backend protocol: compile one dynamo graph (AOTAutograd)."""
         from torch._dynamo.backends.common import aot_autograd
 
-        from geplug_torch.copies import host_input_positions
+        from geplug_torch.copies import host_input_positions, state_positions
         from geplug_torch.model import TrainingModel
 
         self.system._check_open()
@@ -113,7 +113,8 @@ class TorchBackend:
         params = tuple(i for i, x in enumerate(example_inputs)
                        if isinstance(x, torch.nn.Parameter))
         model = TrainingModel(self.runtime, parameters=params,
-                              host_inputs=host_input_positions(gm, example_inputs))
+                              host_inputs=host_input_positions(gm, example_inputs),
+                              state=state_positions(gm, example_inputs))
         compiler = aot_autograd(fw_compiler=model.forward_compiler,
                                 bw_compiler=model.backward_compiler,
                                 inference_compiler=model.inference_compiler)

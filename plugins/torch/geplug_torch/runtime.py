@@ -211,16 +211,16 @@ class TorchRuntime:
     def optimizer_step(self, optimizer: Any) -> None:
         """``optimizer.step()`` ran: the gradient refresh ends the iteration."""
         with self._lock:
-            if not self._open:
-                return
-            self.saw_training_step = True
-            self.wait_comm()  # the update reads the reduced gradients
-            self.clock_us = self.now() + self._refresh_us(optimizer) * self.compute_factor
             iteration = self.iteration
-            self._advance()
-            self._advanced_since_profiler_step = True
-            # its states are allocated by now: NpuOutOfMemoryError out of step() if they,
-            # with everything else held, do not fit
+            if self._open:
+                self.saw_training_step = True
+                self.wait_comm()  # the update reads the reduced gradients
+                self.clock_us = (self.now() + self._refresh_us(optimizer)
+                                 * self.compute_factor)
+                self._advance()
+                self._advanced_since_profiler_step = True
+            # every optimizer's states count, the second of a step too (its iteration has
+            # ended already): NpuOutOfMemoryError out of step() if they do not fit
             self.memory.after_optimizer_step(optimizer, iteration)
 
     def profiler_step(self) -> None:

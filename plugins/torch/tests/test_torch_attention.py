@@ -125,3 +125,44 @@ def test_without_the_fused_kernels_attention_runs_torch_npus_math_path() -> None
     # the probabilities (B H S S float32) stay for the backward
     saved = model.graphs["forward"].device.memory.output_bytes
     assert saved >= B * H * S * S * 4
+
+
+@pytest.mark.geplug_requires_products("atlas_train")
+def test_the_math_path_takes_a_boolean_mask_and_checkpointed_attention() -> None:
+    """A boolean ``attn_mask`` masks (SDPA's meaning, not an additive 0/1), and attention
+    inside ``torch.utils.checkpoint`` runs the math path too (no fused gradient)."""
+    from torch.utils.checkpoint import checkpoint
+
+    class Masked(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = _Attn(False)
+            self.mask = torch.rand(S, S) > 0.3
+
+        def block(self, x: torch.Tensor) -> torch.Tensor:
+            q, k, v = (t.view(B, S, H, D).transpose(1, 2)
+                       for t in self.inner.qkv(x).chunk(3, dim=-1))
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                    attn_mask=self.mask)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return checkpoint(self.block, x, use_reentrant=False).square().sum()
+
+    torch.manual_seed(0)
+    net = Masked()
+    be = geplug_torch.backend(product="atlas_train",
+                              config={"precision_mode": "must_keep_origin_dtype"})
+    x = torch.randn(B, S, H * D)
+    loss = torch.compile(net, backend=be)(x)
+    loss.backward()
+    (model,) = be.models
+    be.shutdown()
+    got = net.inner.qkv.weight.grad.clone()
+    net.zero_grad()
+    want = net(x)
+    want.backward()
+    assert loss.item() == pytest.approx(want.item(), rel=1e-5)
+    grad = net.inner.qkv.weight.grad
+    assert float((got - grad).norm() / grad.norm()) < 1e-5
+    assert not any(p.task.op_type.startswith("FlashAttention")
+                   for phase in model.graphs.values() for p in phase.device.tasks)

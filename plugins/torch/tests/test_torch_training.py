@@ -166,5 +166,5 @@ def test_npu_mem_reports_the_hbm_the_training_graphs_memory_plans_hold(tmp_path)
         _header, *rows = list(csv.reader(f))
     (model,) = be.models
     plans = [g.device.memory.total_bytes for g in model.graphs.values()]
-    assert rows and model.memory_bytes == max(plans) > 0
+    assert rows and model.memory_bytes >= max(plans) > 0
     assert all(float(r[3]) == pytest.approx(model.memory_bytes / 1024) for r in rows)
