@@ -58,9 +58,6 @@ class FxGraph:
     """Placeholders that are parameters (device-resident variables)."""
     call_inputs: dict[str, tuple[str, ...]] = attrs.field(repr=False, factory=dict)
     """fx node of an aten call run as several kernels -> the call's tensor arguments."""
-    output_refs: tuple[str | None, ...] = ()
-    """Per value the graph returns (in order): the device tensor it is, or ``None`` (no
-    tensor, a tuple, a name the device graph does not hold)."""
 
 
 def dtype_name(dtype: Any) -> str:
@@ -263,7 +260,6 @@ def fx_device_graph(gm: Any, *, name: str, weights: Sequence[str] = ()) -> FxGra
     ``weights`` names the placeholders that are parameters."""
     b = _Builder()
     outputs: list[str] = []
-    refs: tuple[str | None, ...] = ()
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "get_attr"):
             b.source(node)
@@ -271,14 +267,10 @@ def fx_device_graph(gm: Any, *, name: str, weights: Sequence[str] = ()) -> FxGra
             b.call(node)
         elif node.op == "output":
             outputs = b.outputs(node)
-            returned = node.args[0] if node.args else ()
-            refs = tuple(b.ref.get(getattr(a, "name", "")) for a in (
-                returned if isinstance(returned, (list, tuple)) else (returned,)))
     graph = Graph(name=name, nodes=tuple(b.nodes), tensors=b.tensors, inputs=(),
                   outputs=tuple(outputs))
     return FxGraph(graph=graph, fx_nodes=b.fx_nodes, metas=b.metas,
                    placeholders=tuple(b.placeholders),
                    weights=frozenset(w for w in weights if w in b.tensors),
-                   call_inputs=b.call_inputs,
-                   output_refs=tuple(r if r in b.tensors else None for r in refs))
+                   call_inputs=b.call_inputs)
 

@@ -79,7 +79,7 @@ class GraphEmitter:
         step = runtime.begin(model, phase)
         out = self.run_step(module, args, step)
         runtime.finish(model, phase, step)
-        runtime.memory.after_graph(self.graph, out)
+        runtime.memory.after_graph(self.graph, args, out)
         return out
 
     def run_step(self, module: Any, args: list[Any], step: int) -> Any:

@@ -111,9 +111,6 @@ class CompiledGraph:
     held: tuple[int, ...] = ()
     """Positions of :attr:`placeholders` the memory plan holds for the whole graph (every
     input but the parameters: the batch, buffers, a backward's saved tensors)."""
-    output_sizes: tuple[int | None, ...] = ()
-    """Per value the graph returns: its aligned device bytes in the memory plan (``None``:
-    no tensor, or a parameter)."""
     held_sizes: tuple[int, ...] = ()
     """Per position of :attr:`held`: its aligned bytes in the memory plan (0: not planned)."""
 
@@ -331,15 +328,13 @@ def compile_graph(
     sizes = live.sizes if live is not None else {}
     align = max(product.memory.alignment_bytes, 1)
 
-    def planned(name: str | None) -> int | None:
-        return (-(-max(sizes[name], 1) // align) * align
-                if name is not None and name in sizes else None)
+    def planned(name: str) -> int | None:
+        return -(-max(sizes[name], 1) // align) * align if name in sizes else None
 
     held = tuple(k for k, p in enumerate(fxg.placeholders) if p not in fxg.weights)
     return CompiledGraph(module=gm, phase=phase, ops=tuple(ops),
                          placeholders=fxg.placeholders, lowered=lowered, device=device,
                          decisions=tuple(decisions), kernel_meta_files=tuple(files),
                          held=held,
-                         held_sizes=tuple(planned(fxg.placeholders[k]) or 0 for k in held),
-                         output_sizes=tuple(planned(r) for r in fxg.output_refs))
+                         held_sizes=tuple(planned(fxg.placeholders[k]) or 0 for k in held))
 

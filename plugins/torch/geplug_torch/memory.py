@@ -133,6 +133,32 @@ def _slot(tensor: Any) -> tuple[int, int, int]:
     return (_storage(tensor), int(tensor.storage_offset()), int(tensor.numel()))
 
 
+class _StateSummary:
+    """The tracked module state as one check reads it: the tensors, their slots and
+    storages, and their bytes (each slot once)."""
+
+    __slots__ = ("bytes", "slots", "storages", "tensors")
+
+    def __init__(self, tensors: list[Any]) -> None:
+        self.tensors = tensors
+        self.slots: set[tuple[int, int, int]] = set()
+        self.storages: set[int] = set()
+        self.bytes = 0
+        for t in tensors:
+            slot = _slot(t)
+            if slot not in self.slots:
+                self.slots.add(slot)
+                self.bytes += _nbytes(t)
+            self.storages.add(slot[0])
+
+
+def _release(memory: weakref.ref[DeviceMemory], key: int) -> None:
+    """A kept storage was freed (a finalizer: holds the account weakly)."""
+    owner = memory()
+    if owner is not None:
+        owner._kept.pop(key, None)
+
+
 class DeviceMemory:
     """The device memory of one torch runtime (see the module docstring)."""
 
@@ -143,8 +169,10 @@ class DeviceMemory:
         self.capacity_bytes = capacity_bytes(product, soc_version)
         self.hbm_bytes = hbm_bytes(product, soc_version)
         self._state: dict[int, weakref.ref[Any]] = {}
-        """id -> a parameter or buffer a compiled graph has read (its bytes are read at each
-        check: ``module.to(dtype)`` changes them)."""
+        """id -> a parameter or buffer a compiled graph has read."""
+        self._summary: _StateSummary | None = None
+        """The state as checks read it, until the tracked set changes (a tensor tracked or
+        freed; a module moved to another dtype is recompiled, so its next run tracks it)."""
         self._seen: dict[int, tuple[int, ...]] = {}
         """model id -> the ids of the state tensors its last forward read (tracked)."""
         self._states: weakref.WeakKeyDictionary[Any, tuple[int, int]] = (
@@ -152,11 +180,11 @@ class DeviceMemory:
         """optimizer -> (parameters it holds state for, bytes of those states over this
         runtime's parameters): recounted only when the first number changes (an optimizer
         makes every state of a parameter at its first update)."""
-        self._kept: dict[int, list[int]] = {}
-        """storage address -> [device bytes, live tensors]: the outputs forward and inference
-        graphs returned (the activations saved for backward among them), released when the
-        last tensor holding the storage is freed (autograd frees saved tensors after the
-        backward; a dropped loss frees its graph's)."""
+        self._kept: dict[int, int] = {}
+        """storage address -> bytes: the storages of what forward and inference graphs
+        returned (the activations saved for backward among them, views and detached
+        aliases alike), each until the storage itself is freed (autograd frees the saved
+        ones after the backward; a dropped loss frees its graph's)."""
         self.peak = MemoryUse()
         """The largest :class:`MemoryUse` that fitted (its ``total``)."""
 
@@ -168,58 +196,53 @@ class DeviceMemory:
         for t in tensors:
             known = self._state.get(id(t))
             if known is None or known() is not t:
-                self._state[id(t)] = weakref.ref(t)
+                self._state[id(t)] = weakref.ref(t, self._forget)
+                self._summary = None
 
-    def _live_state(self) -> list[Any]:
-        out = []
-        for key, ref in list(self._state.items()):
-            t = ref()
-            if t is None:
+    def _forget(self, ref: weakref.ref[Any]) -> None:
+        """A tracked tensor was freed."""
+        for key, known in list(self._state.items()):
+            if known is ref:
                 del self._state[key]
-                self._seen.clear()  # an id may now name another tensor: look again
-            else:
-                out.append(t)
-        return out
+        self._summary = None
+        self._seen.clear()  # an id may now name another tensor: look again
+
+    def _state_summary(self) -> _StateSummary:
+        summary = self._summary
+        if summary is None:
+            tensors = [t for t in (r() for r in self._state.values()) if t is not None]
+            summary = self._summary = _StateSummary(tensors)
+        return summary
 
     def use(self, *, where: str, iteration: int, graph: int = 0,
             inside: frozenset[int] = frozenset()) -> MemoryUse:
         """What the device holds now; ``graph``: the running graph's own bytes and
         ``inside`` the storages of its held inputs (its plan counts them)."""
-        params = 0
+        summary = self._state_summary()
         grads = 0
-        seen: set[tuple[int, int, int]] = set()
         grad_ids: set[int] = set()
-        for t in self._live_state():
-            slot = _slot(t)
-            if slot not in seen:
-                seen.add(slot)
-                params += _nbytes(t)
-            g = getattr(t, "grad", None)
+        for t in summary.tensors:
+            g = t.grad
             if g is not None and id(g) not in grad_ids:
                 grad_ids.add(id(g))
                 grads += _nbytes(g)
-        saved = sum(b for key, (b, _) in self._kept.items() if key not in inside)
-        return MemoryUse(parameters=params, gradients=grads,
+        saved = sum(b for key, b in self._kept.items() if key not in inside)
+        return MemoryUse(parameters=summary.bytes, gradients=grads,
                          optimizer_states=sum(b for _, b in self._states.values()),
                          saved_activations=saved, graph=graph, where=where,
                          iteration=iteration)
 
-    def _keep(self, tensor: Any, size: int) -> None:
-        key = _storage(tensor)
-        entry = self._kept.get(key)
-        if entry is None:
-            self._kept[key] = [size, 1]
-        else:
-            entry[0] = max(entry[0], size)
-            entry[1] += 1
-        weakref.finalize(tensor, self._release, key)
-
-    def _release(self, key: int) -> None:
-        entry = self._kept.get(key)
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] <= 0:
-                del self._kept[key]
+    def _keep(self, tensor: Any) -> None:
+        """Hold ``tensor``'s storage until it is freed (its bytes: what torch holds, the
+        graph's output dtype at its boundary)."""
+        storage = tensor.untyped_storage()
+        key = int(storage.data_ptr())
+        if key in self._kept:
+            return
+        self._kept[key] = int(storage.nbytes())
+        # torch keeps a storage's Python object as long as the storage: the finalizer runs
+        # when the last tensor on it is gone, whichever objects autograd made for it
+        weakref.finalize(storage, _release, weakref.ref(self), key)
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -239,35 +262,39 @@ class DeviceMemory:
                 self._seen[model_id] = ids
         plan = graph.device.memory
         need = plan.activation_peak_bytes + plan.workspace_bytes
-        slots = {_slot(t) for t in self._live_state()}
+        state = self._state_summary()
         inside: set[int] = set()
         for k, size in zip(graph.held, graph.held_sizes, strict=True):
             t = args[k] if k < len(args) else None
             if not isinstance(t, torch.Tensor):
                 continue
-            if _slot(t) in slots:
-                # a view of a parameter or buffer (a backward's saved transposed weight):
-                # held for the graph's whole run, counted once, as module state
+            slot = _slot(t)
+            if slot in state.slots or slot[0] in inside:
+                # a view of a parameter or buffer (a backward's saved transposed weight), or
+                # of an input already counted (a saved tensor and its detached alias): held
+                # for the graph's whole run, its memory counted once
                 need -= size
             else:
-                inside.add(_storage(t))  # kept by an earlier graph: this plan counts it
+                inside.add(slot[0])  # kept by an earlier graph: this plan counts it
         use = self.use(where=f"{model_name} {graph.phase}", iteration=iteration, graph=need,
                        inside=frozenset(inside))
         self._check(use, requested=need)
 
-    def after_graph(self, graph: Any, out: Any) -> None:
-        """After a forward or inference graph ran: the tensors it returned (the activations
-        saved for backward among them) are held until they are freed."""
+    def after_graph(self, graph: Any, args: Any, out: Any) -> None:
+        """After a forward or inference graph ran: the tensors it made and returned (the
+        activations saved for backward among them) are held until they are freed; module
+        state and the caller's own inputs it returns (a batch saved for backward) are not
+        what it made."""
         import torch
 
         if graph.phase == "backward":
             return  # its outputs are the gradients (.grad) or freed at once
         values = out if isinstance(out, (list, tuple)) else (out,)
-        state = {_storage(t) for t in self._live_state()}
-        for value, size in zip(values, graph.output_sizes, strict=False):
-            if size is not None and isinstance(value, torch.Tensor) and (
-                    _storage(value) not in state):
-                self._keep(value, size)
+        theirs = set(self._state_summary().storages)
+        theirs.update(_storage(a) for a in args if isinstance(a, torch.Tensor))
+        for value in values:
+            if isinstance(value, torch.Tensor) and _storage(value) not in theirs:
+                self._keep(value)
 
     def after_optimizer_step(self, optimizer: Any, iteration: int) -> None:
         """After ``optimizer.step()``: its states over this runtime's parameters are held
@@ -277,7 +304,7 @@ class DeviceMemory:
         known = self._states.get(optimizer)
         before = known[1] if known is not None else 0
         if known is None or known[0] != len(state_of):
-            params = {id(p) for p in self._live_state()}
+            params = {id(p) for p in self._state_summary().tensors}
             # (the optimizer's keys are the module's parameters: the objects tracked)
             states = 0
             seen: set[int] = set()
