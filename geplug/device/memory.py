@@ -96,8 +96,8 @@ class MemoryPlan:
     hbm_bytes: int | None = None
     """The SoC version's installed HBM (:func:`hbm_bytes`); at least ``capacity_bytes``."""
     output_bytes: int = 0
-    """Aligned bytes of the graph's outputs other than weights: what stays allocated after
-    the graph has run (e.g. the activations a training forward saves for its backward)."""
+    """Aligned bytes of the graph's outputs other than weights (held inputs it returns
+    included): e.g. the activations a training forward returns for its backward."""
     input_bytes: int = 0
     """Aligned bytes of the held inputs (tensors the caller holds on the device for the
     whole graph: a torch graph's inputs)."""
