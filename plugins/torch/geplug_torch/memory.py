@@ -152,13 +152,6 @@ class _StateSummary:
             self.storages.add(slot[0])
 
 
-def _release(memory: weakref.ref[DeviceMemory], key: int) -> None:
-    """A kept storage was freed (a finalizer: holds the account weakly)."""
-    owner = memory()
-    if owner is not None:
-        owner._kept.pop(key, None)
-
-
 class DeviceMemory:
     """The device memory of one torch runtime (see the module docstring)."""
 
@@ -180,8 +173,9 @@ class DeviceMemory:
         """optimizer -> (parameters it holds state for, bytes of those states over this
         runtime's parameters): recounted only when the first number changes (an optimizer
         makes every state of a parameter at its first update)."""
-        self._kept: dict[int, int] = {}
-        """storage address -> bytes: the storages of what forward and inference graphs
+        self._kept: dict[int, tuple[int, weakref.ref[Any]]] = {}
+        """storage address -> (bytes, a weak reference to the storage that drops the entry
+        when the storage is freed): the storages of what forward and inference graphs
         returned (the activations saved for backward among them, views and detached
         aliases alike), each until the storage itself is freed (autograd frees the saved
         ones after the backward; a dropped loss frees its graph's)."""
@@ -226,7 +220,7 @@ class DeviceMemory:
             if g is not None and id(g) not in grad_ids:
                 grad_ids.add(id(g))
                 grads += _nbytes(g)
-        saved = sum(b for key, b in self._kept.items() if key not in inside)
+        saved = sum(b for key, (b, _) in self._kept.items() if key not in inside)
         return MemoryUse(parameters=summary.bytes, gradients=grads,
                          optimizer_states=sum(b for _, b in self._states.values()),
                          saved_activations=saved, graph=graph, where=where,
@@ -239,10 +233,16 @@ class DeviceMemory:
         key = int(storage.data_ptr())
         if key in self._kept:
             return
-        self._kept[key] = int(storage.nbytes())
-        # torch keeps a storage's Python object as long as the storage: the finalizer runs
+        kept = self._kept
+
+        def freed(ref: weakref.ref[Any], key: int = key) -> None:
+            entry = kept.get(key)
+            if entry is not None and entry[1] is ref:
+                del kept[key]
+
+        # torch keeps a storage's Python object as long as the storage: the callback runs
         # when the last tensor on it is gone, whichever objects autograd made for it
-        weakref.finalize(storage, _release, weakref.ref(self), key)
+        kept[key] = (int(storage.nbytes()), weakref.ref(storage, freed))
 
     # -- checks ----------------------------------------------------------------------------
 
@@ -268,14 +268,14 @@ class DeviceMemory:
             t = args[k] if k < len(args) else None
             if not isinstance(t, torch.Tensor):
                 continue
-            slot = _slot(t)
-            if slot in state.slots or slot[0] in inside:
+            where = _storage(t)
+            if where in inside or (where in state.storages and _slot(t) in state.slots):
                 # a view of a parameter or buffer (a backward's saved transposed weight), or
                 # of an input already counted (a saved tensor and its detached alias): held
                 # for the graph's whole run, its memory counted once
                 need -= size
             else:
-                inside.add(slot[0])  # kept by an earlier graph: this plan counts it
+                inside.add(where)  # kept by an earlier graph: this plan counts it
         use = self.use(where=f"{model_name} {graph.phase}", iteration=iteration, graph=need,
                        inside=frozenset(inside))
         self._check(use, requested=need)
@@ -291,7 +291,8 @@ class DeviceMemory:
             return  # its outputs are the gradients (.grad) or freed at once
         values = out if isinstance(out, (list, tuple)) else (out,)
         theirs = set(self._state_summary().storages)
-        theirs.update(_storage(a) for a in args if isinstance(a, torch.Tensor))
+        theirs.update(_storage(args[k]) for k in graph.held
+                      if k < len(args) and isinstance(args[k], torch.Tensor))
         for value in values:
             if isinstance(value, torch.Tensor) and _storage(value) not in theirs:
                 self._keep(value)
