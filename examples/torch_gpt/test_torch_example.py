@@ -23,6 +23,10 @@ def test_example_trains_with_dumps_and_the_profiler(tmp_path):
     losses = [float(line.split()[-1]) for line in r.stdout.splitlines()
               if line.startswith("step ")]
     assert len(losses) == 4 and losses[-1] < losses[0]
+    (peak,) = [line for line in r.stdout.splitlines() if line.startswith("device memory peak")]
+    params, states = (float(peak.split(word)[1].split()[0])
+                      for word in ("(parameters ", "AdamW states "))
+    assert params > 0 and states == pytest.approx(2 * params, abs=0.15)  # AdamW's two moments
     steps = {int(os.path.basename(root)) for root, _dirs, files in os.walk(tmp_path / "dump")
              if files and os.path.basename(root).isdigit()}
     assert steps == {1, 2}

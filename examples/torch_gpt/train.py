@@ -5,7 +5,8 @@ dumps of two iterations and torch_npu's profiler on (geplug-torch; needs torch==
 
 Writes ``OUT_DIR/dump/`` (iterations 1 and 2, forward and backward ops) and
 ``OUT_DIR/prof/{worker}_{ts}_ascend_pt/`` (iterations 1-2 profiled), then prints the
-losses and where to look: ``geplug dump ls OUT_DIR/dump`` and
+losses, the device memory peak (where, and what the parameters and AdamW's states take:
+``npu.report()["memory"]``) and where to look: ``geplug dump ls OUT_DIR/dump`` and
 ``geplug profile summary OUT_DIR/prof/*_ascend_pt``.
 """
 
@@ -90,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             opt.zero_grad()
             prof.step()
             print(f"step {step}: loss {loss.item():.6f}")
+    peak = npu.report()["memory"]["peak"]
     npu.shutdown()
+    print(f"device memory peak: {peak['total_bytes'] / 2**20:.1f} MiB at the {peak['where']} "
+          f"(parameters {peak['parameters_bytes'] / 2**20:.1f} MiB, AdamW states "
+          f"{peak['optimizer_state_bytes'] / 2**20:.1f} MiB)")
     print(f"dumps: geplug dump ls {dump_dir}")
     for path in prof.outputs:
         print(f"profile: geplug profile summary {path}")
