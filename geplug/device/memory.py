@@ -130,6 +130,14 @@ class MemoryPlan:
         return attrs.evolve(self, liveness=attrs.evolve(self.liveness,
                                                         prefix=self.liveness.prefix + prefix))
 
+    def block_bytes(self, tensor: str) -> int | None:
+        """Aligned bytes of ``tensor``'s block in the plan (``None``: not planned, e.g. a
+        weight)."""
+        live = self.liveness
+        if live is None or tensor not in live.sizes:
+            return None
+        return _align(live.sizes[tensor], live.align)
+
     @property
     def total_bytes(self) -> int:
         return self.weights_bytes + self.activation_peak_bytes + self.workspace_bytes
@@ -165,17 +173,17 @@ class DeviceMemoryError(CompileError):
         self.available_bytes = plan.capacity_bytes
 
 
-def _soc_gib(table: Mapping[str, float], soc_version: str) -> float:
-    """``table``'s figure for ``soc_version`` (the smallest declared when it is not listed)."""
-    gib = table.get(soc_version)
-    return min(table.values()) if gib is None else gib
+def _soc(table: Mapping[str, float], soc_version: str) -> str:
+    """The SoC of ``hbm_gib`` whose figures ``soc_version`` takes: itself when listed, else
+    the one with the least HBM."""
+    return soc_version if soc_version in table else min(table, key=table.__getitem__)
 
 
 def hbm_bytes(product: Product, soc_version: str) -> int | None:
     """Installed HBM bytes of ``soc_version`` (the smallest declared when the SoC is not
     listed; ``None`` when the product declares none)."""
     table = product.memory.hbm_gib
-    return int(_soc_gib(table, soc_version) * _GIB) if table else None
+    return int(table[_soc(table, soc_version)] * _GIB) if table else None
 
 
 def capacity_bytes(product: Product, soc_version: str) -> int | None:
@@ -184,9 +192,8 @@ def capacity_bytes(product: Product, soc_version: str) -> int | None:
     table = product.memory.hbm_gib
     if not table:
         return None
-    soc = soc_version if soc_version in table else min(table, key=table.__getitem__)
-    usable = product.memory.usable_gib.get(soc)
-    return int((usable if usable is not None else table[soc]) * _GIB)
+    soc = _soc(table, soc_version)
+    return int(product.memory.usable_gib.get(soc, table[soc]) * _GIB)
 
 
 def _align(n: int, a: int) -> int:

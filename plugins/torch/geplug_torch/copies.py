@@ -59,10 +59,9 @@ def host_input_positions(gm: Any, example_inputs: Sequence[Any]) -> tuple[int, .
     for i, (node, value) in enumerate(zip(placeholders, example_inputs, strict=False)):
         if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
             continue
-        grapharg = node.meta.get("grapharg")
-        source = getattr(getattr(grapharg, "source", None), "name", "")
+        source = _source(node)
         # no source: an intermediate of a split graph (DDP's buckets), already on the device
-        if not isinstance(source, str) or not source or any(s in source for s in _STATE):
+        if not source or any(s in source for s in _STATE):
             continue
         found.append(i)
     return tuple(found)
@@ -79,11 +78,16 @@ def state_positions(gm: Any, example_inputs: Sequence[Any]) -> tuple[int, ...]:
         if isinstance(value, torch.nn.Parameter):
             found.append(i)
             continue
-        grapharg = node.meta.get("grapharg")
-        source = getattr(getattr(grapharg, "source", None), "name", "")
-        if isinstance(value, torch.Tensor) and isinstance(source, str) and "._buffers[" in source:
+        if isinstance(value, torch.Tensor) and "._buffers[" in _source(node):
             found.append(i)
     return tuple(found)
+
+
+def _source(node: Any) -> str:
+    """Where dynamo took a graph input from (``L['self']._buffers['running_mean']``, ...;
+    "" when it does not say)."""
+    source = getattr(getattr(node.meta.get("grapharg"), "source", None), "name", "")
+    return source if isinstance(source, str) else ""
 
 
 def _nbytes(node: Any) -> int:

@@ -292,6 +292,7 @@ def compile_graph(
     """
     product = system.product
     fxg = fx_device_graph(gm, name=graph_name, weights=weights)
+    held = tuple(k for k, p in enumerate(fxg.placeholders) if p not in fxg.weights)
     opt = optimize(fxg.graph, view_caps(product.graph))
     opt = attrs.evolve(opt, known=opt.known | fxg.weights)
     infos = _infos(opt, fxg, name_prefix)
@@ -307,8 +308,7 @@ def compile_graph(
             small_channel=small_channel_in_force(product, system.config.enable_small_channel),
             # its inputs are on the device, held by the caller for the whole graph; whether
             # the job fits is the run's check, with what else it holds (geplug_torch.memory)
-            held_inputs=[p for p in fxg.placeholders if p not in fxg.weights],
-            check_memory=False)
+            held_inputs=[fxg.placeholders[k] for k in held], check_memory=False)
     except CompileError as exc:
         raise CompileError(f"{exc} (graph {graph_name!r}, {phase})", node=exc.node,
                            details={**exc.details, "graph": graph_name}) from None
@@ -324,17 +324,10 @@ def compile_graph(
     ops = _graph_ops(device, by_node, opt, fxg, system, name_prefix)
     specs = [_kernel_spec(op) for op in ops]
     files = write_kernel_meta(product, system.config, specs, generator="geplug-torch")
-    live = device.memory.liveness
-    sizes = live.sizes if live is not None else {}
-    align = max(product.memory.alignment_bytes, 1)
-
-    def planned(name: str) -> int | None:
-        return -(-max(sizes[name], 1) // align) * align if name in sizes else None
-
-    held = tuple(k for k, p in enumerate(fxg.placeholders) if p not in fxg.weights)
     return CompiledGraph(module=gm, phase=phase, ops=tuple(ops),
                          placeholders=fxg.placeholders, lowered=lowered, device=device,
                          decisions=tuple(decisions), kernel_meta_files=tuple(files),
                          held=held,
-                         held_sizes=tuple(planned(fxg.placeholders[k]) or 0 for k in held))
+                         held_sizes=tuple(device.memory.block_bytes(fxg.placeholders[k]) or 0
+                                          for k in held))
 

@@ -73,7 +73,7 @@ class TrainingModel:
         cg = compile_graph(gm, system=self.runtime.system, phase=phase, graph_name=self.name,
                            name_prefix="gradients/" if phase == "backward" else "",
                            weights=weights)
-        state = self._names(gm, self.state)
+        state = self._names(self.state)
         cg = attrs.evolve(cg, copies=graph_copies(gm, phase, self.host_inputs),
                           parameters=tuple(k for k, n in enumerate(cg.placeholders)
                                            if n in state))
@@ -91,11 +91,11 @@ class TrainingModel:
         """The placeholders of ``gm`` that are parameters: AOTAutograd names the dynamo
         graph's inputs ``primals_1...`` in order (the backward graph keeps the names of the
         primals it saves; an inference graph names them ``arg0_1...``)."""
-        names = self._names(gm, self.parameters)
+        names = self._names(self.parameters)
         return [n.name for n in gm.graph.nodes if n.op == "placeholder" and n.name in names]
 
     @staticmethod
-    def _names(gm: Any, positions: tuple[int, ...]) -> set[str]:
+    def _names(positions: tuple[int, ...]) -> set[str]:
         """The placeholder names AOTAutograd gives the dynamo graph's inputs at
         ``positions``."""
         return {f"primals_{i + 1}" for i in positions} | {f"arg{i}_1" for i in positions}
